@@ -1,0 +1,165 @@
+"""The N/I chunk plan: execution order and timeline arithmetic (DESIGN.md §4).
+
+N-chunks make the primary timeline; I-chunks regenerate the first ``a`` frames
+of every N-chunk after the first, anchored on the last frame of the previous
+N-chunk and on frame ``a`` of the next one, so seams are smoothed. Everything
+here is pure integer arithmetic on timeline frame indices so it can be tested
+exhaustively and reused by any model family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from avatarstream.errors import InputError
+
+ChunkKind = Literal["N", "I"]
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Frames of one generated window that become final output.
+
+    ``source`` names the chunk whose latents hold the frames, ``offset`` is the
+    position of the first frame inside that chunk's generated window.
+    """
+
+    source: tuple[ChunkKind, int]
+    offset: int
+    start: int
+    end: int
+
+    def clipped(self, total_frames: int | None) -> Piece | None:
+        """This piece trimmed to ``[0, total_frames)``; None when nothing is left."""
+        end = self.end if total_frames is None else min(self.end, total_frames)
+        if end <= self.start:
+            return None
+        return Piece(self.source, self.offset, self.start, end)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One model call on the timeline.
+
+    The generated window is ``[window_start, window_start + window_frames)``;
+    positions listed in ``cond_positions`` hold conditioning frames (motion
+    frames or anchors) whose predictions are discarded.
+    """
+
+    kind: ChunkKind
+    index: int
+    window_start: int
+    window_frames: int
+    cond_positions: tuple[int, ...]
+    contributes: tuple[int, int]
+    publishes: tuple[Piece, ...]
+
+    @property
+    def window_end(self) -> int:
+        return self.window_start + self.window_frames
+
+    @property
+    def cond_frames(self) -> tuple[int, ...]:
+        """Timeline indices of the conditioning frames, in window order."""
+        return tuple(self.window_start + p for p in self.cond_positions)
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}{self.index}"
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    """Chunk geometry: ``chunk_frames`` (L), ``interp_frames`` (a), ``motion_frames`` (m).
+
+    Execution order is N0, N1, I0, N2, I1, ...; the published timeline is
+    N0 · I0 · N1[a:] · I1 · N2[a:] · ...; with ``interp_frames == 0`` there are
+    no I-chunks and every N-chunk is published as soon as it is generated.
+    """
+
+    chunk_frames: int
+    interp_frames: int
+    motion_frames: int
+
+    def __post_init__(self) -> None:
+        if self.chunk_frames < 1:
+            raise InputError(f"chunk length must be at least 1 frame, got {self.chunk_frames}; pass a positive --chunk-frames")
+        if self.interp_frames < 0:
+            raise InputError(f"interpolation span must be 0 or more frames, got {self.interp_frames}; pass --interp-frames 0 to switch I-chunks off")
+        if self.interp_frames >= self.chunk_frames:
+            raise InputError(
+                f"interpolation span ({self.interp_frames}) must be shorter than the chunk length ({self.chunk_frames}); "
+                "lower --interp-frames or raise --chunk-frames"
+            )
+        if not 0 <= self.motion_frames <= self.chunk_frames:
+            raise InputError(
+                f"the model conditions on {self.motion_frames} motion frames, more than the chunk length "
+                f"({self.chunk_frames}); raise --chunk-frames to at least {self.motion_frames}"
+            )
+
+    @property
+    def interpolates(self) -> bool:
+        return self.interp_frames > 0
+
+    def n_chunk(self, k: int) -> Chunk:
+        """N(k): new frames ``[kL, (k+1)L)`` after ``m`` motion frames from N(k-1)."""
+        L, a, m = self.chunk_frames, self.interp_frames, self.motion_frames
+        start = k * L
+        own_from = a if (self.interpolates and k > 0) else 0
+        contributes = (start + own_from, start + L)
+        piece = Piece(("N", k), m + own_from, *contributes)
+        publishes = (piece,) if (k == 0 or not self.interpolates) else ()
+        return Chunk("N", k, start - m, m + L, tuple(range(m)), contributes, publishes)
+
+    def i_chunk(self, k: int) -> Chunk:
+        """I(k): the ``a`` frames after N(k), between the last frame of N(k) and frame ``a`` of N(k+1).
+
+        Publishing I(k) also releases N(k+1)[a:], which waited for it.
+        """
+        if not self.interpolates:
+            raise ValueError("this plan has no I-chunks (interp_frames == 0)")
+        L, a = self.chunk_frames, self.interp_frames
+        seam = (k + 1) * L
+        contributes = (seam, seam + a)
+        own = Piece(("I", k), 1, *contributes)
+        released = self.n_chunk(k + 1).contributes
+        held = Piece(("N", k + 1), self.motion_frames + a, *released)
+        return Chunk("I", k, seam - 1, a + 2, (0, a + 1), contributes, (own, held))
+
+    def first(self) -> Chunk:
+        return self.n_chunk(0)
+
+    def next_after(self, chunk: Chunk) -> Chunk:
+        """The chunk executed after ``chunk``: N0, N1, I0, N2, I1, N3, I2, ..."""
+        if not self.interpolates:
+            return self.n_chunk(chunk.index + 1)
+        if chunk.kind == "N" and chunk.index >= 1:
+            return self.i_chunk(chunk.index - 1)
+        n_index = chunk.index + 1 if chunk.kind == "N" else chunk.index + 2
+        return self.n_chunk(n_index)
+
+    def schedule(self, total_frames: int | None = None) -> Iterator[Chunk]:
+        """Chunks in execution order; stops before the first N-chunk at or past ``total_frames``.
+
+        With ``total_frames=None`` the schedule is open-ended (live sessions);
+        the caller stops when the audio ends.
+        """
+        chunk = self.first()
+        while total_frames is None or not self.is_past_end(chunk, total_frames):
+            yield chunk
+            chunk = self.next_after(chunk)
+
+    def is_past_end(self, chunk: Chunk, total_frames: int) -> bool:
+        """True when ``chunk`` is an N-chunk starting at or after the last frame.
+
+        An I-chunk is never past the end on its own: it runs only after the
+        N-chunk that follows it, which was checked already.
+        """
+        return chunk.kind == "N" and chunk.index * self.chunk_frames >= total_frames
+
+    def num_chunks(self, total_frames: int) -> tuple[int, int]:
+        """(N-chunks, I-chunks) a timeline of ``total_frames`` frames needs."""
+        n = -(-total_frames // self.chunk_frames)
+        return n, (n - 1 if self.interpolates else 0)

@@ -1,0 +1,43 @@
+"""Hooks through which the pipeline reports what it does, without knowing who listens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from avatarstream.pipeline.chunks import Chunk
+
+
+@dataclass(frozen=True)
+class StageSpan:
+    """One stage run: wall-clock seconds relative to the start of the run."""
+
+    stage: str
+    phase: str
+    start_s: float
+    end_s: float
+    chunk: Chunk | None = None
+    frames: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class ChunkDone:
+    """One executed chunk and the frames it contributed to the published timeline."""
+
+    chunk: Chunk
+    timeline: tuple[int, int]
+    start_s: float
+    end_s: float
+
+
+class RunObserver:
+    """Override what you need; every hook is optional."""
+
+    def on_start(self) -> None: ...
+
+    def on_stage(self, span: StageSpan) -> None: ...
+
+    def on_chunk(self, done: ChunkDone) -> None: ...
+
+    def on_frames(self, first_frame: int, count: int, at_s: float) -> None: ...
+
+    def on_end(self, total_frames: int, duration_s: float, at_s: float) -> None: ...

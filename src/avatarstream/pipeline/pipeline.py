@@ -1,0 +1,250 @@
+"""Pipeline: the execution graph and the chunk loop (DESIGN.md §3–5).
+
+Init stages run once per request; then, for every chunk of the plan (N0, N1,
+I0, N2, I1, ...), the chunk stages generate latents, and every stretch of
+latents that became final runs through the final stages (super-resolution,
+decode) and is yielded as frames with the audio that plays with them. Batch
+and streaming share this one loop: a file is just an audio source that never
+makes the loop wait.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from avatarstream.errors import InputError, PipelineGraphError
+from avatarstream.pipeline.chunks import Chunk, ChunkPlan, Piece
+from avatarstream.pipeline.observer import ChunkDone, RunObserver, StageSpan
+from avatarstream.pipeline.stage import PHASES, Phase, Stage
+from avatarstream.pipeline.state import SessionState, StageContext
+from avatarstream.publish.media import MediaChunk
+from avatarstream.runtime.devices import synchronize
+from avatarstream.runtime.residency import Runtime
+from avatarstream.sources.audio_timeline import AudioTimeline, SampleTrack
+from avatarstream.sources.pcm import PcmBlock
+
+#: Values the pipeline itself provides to each phase.
+PROVIDED: dict[Phase, frozenset[str]] = {
+    "init": frozenset({"reference_image", "prompt"}),
+    "chunk": frozenset({"chunk", "audio", "conditioning"}),
+    "final": frozenset({"latents", "frames_range"}),
+}
+#: Values each phase must produce for the loop to continue.
+REQUIRED: dict[Phase, frozenset[str]] = {"init": frozenset(), "chunk": frozenset({"latents"}), "final": frozenset({"frames"})}
+
+
+@dataclass(frozen=True)
+class AudioWindow:
+    """Read-only view of the model's audio track, addressed by video frame."""
+
+    track: SampleTrack
+    samples_per_frame: int
+
+    def read(self, first_frame: int, end_frame: int) -> np.ndarray:
+        """Mono samples of frames ``[first_frame, end_frame)``; silence outside the audio."""
+        return self.track.read(first_frame * self.samples_per_frame, end_frame * self.samples_per_frame)[0]
+
+
+class Pipeline:
+    """Runs a validated stage graph over a chunk plan. Model-agnostic."""
+
+    def __init__(
+        self,
+        stages: Sequence[Stage],
+        plan: ChunkPlan,
+        runtime: Runtime,
+        *,
+        fps: int,
+        model_sample_rate: int,
+        output_sample_rate: int = 48000,
+        output_channels: int = 2,
+    ) -> None:
+        if model_sample_rate % fps:
+            raise PipelineGraphError(f"model sample rate {model_sample_rate} is not a whole number of samples per frame at {fps} fps")
+        self.stages = tuple(stages)
+        self.plan = plan
+        self.runtime = runtime
+        self.fps = fps
+        self.model_sample_rate = model_sample_rate
+        self.output_sample_rate = output_sample_rate
+        self.output_channels = output_channels
+        self._by_phase = {phase: tuple(s for s in self.stages if s.phase == phase) for phase in PHASES}
+        validate_graph(self.stages)
+        contexts = [s.audio_context_frames() for s in self.stages] or [(0, 0)]
+        self.audio_frames_before = max(c[0] for c in contexts)
+        self.audio_frames_after = max(c[1] for c in contexts)
+        loop_order = self._by_phase["chunk"] + self._by_phase["final"]
+        self._next_stage = {s: loop_order[(i + 1) % len(loop_order)] for i, s in enumerate(loop_order)}
+
+    @property
+    def device(self) -> torch.device:
+        return self.runtime.device
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def stream(
+        self,
+        audio: Iterable[PcmBlock],
+        reference_image: Any,
+        prompt: str = "",
+        *,
+        seed: int = 0,
+        observers: Sequence[RunObserver] = (),
+    ) -> Iterator[MediaChunk]:
+        """Yield final frames with their audio as soon as they exist; audio may arrive live."""
+        run = _Run(self, iter(audio), seed, observers)
+        yield from run.execute(reference_image, prompt)
+
+
+class _Run:
+    """One request through the pipeline: owns the session state and the audio timeline."""
+
+    def __init__(self, pipeline: Pipeline, audio: Iterator[PcmBlock], seed: int, observers: Sequence[RunObserver]) -> None:
+        self.p = pipeline
+        self.audio = audio
+        self.observers = observers
+        self.session = SessionState(seed=seed)
+        self.timeline = AudioTimeline(pipeline.model_sample_rate, pipeline.output_sample_rate, pipeline.output_channels)
+        self.window = AudioWindow(self.timeline.model_track, pipeline.model_sample_rate // pipeline.fps)
+        self.t0 = time.perf_counter()
+        self.total_frames: int | None = None
+
+    def now(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def execute(self, reference_image: Any, prompt: str) -> Iterator[MediaChunk]:
+        for obs in self.observers:
+            obs.on_start()
+        self.session.values.update(reference_image=reference_image, prompt=prompt)
+        for stage in self.p._by_phase["init"]:
+            self._run_stage(stage, self.session.values)
+        chunk = self.p.plan.first()
+        next_publish = 0
+        while True:
+            self._wait_for_audio(chunk)
+            if self.total_frames is not None and self.p.plan.is_past_end(chunk, self.total_frames):
+                break
+            start_s = self.now()
+            latents = self._generate(chunk)
+            for piece in chunk.publishes:
+                clipped = piece.clipped(self.total_frames)
+                if clipped is not None:
+                    yield self._finalize(chunk, latents, clipped)
+                    next_publish = clipped.end
+            end = chunk.contributes[1] if self.total_frames is None else min(chunk.contributes[1], self.total_frames)
+            timeline = (chunk.contributes[0], max(end, chunk.contributes[0]))
+            for obs in self.observers:
+                obs.on_chunk(ChunkDone(chunk, timeline, start_s, self.now()))
+            chunk = self.p.plan.next_after(chunk)
+            self._discard_audio(chunk, next_publish)
+        for obs in self.observers:
+            obs.on_end(self.total_frames or 0, self.timeline.duration_s, self.now())
+
+    def _wait_for_audio(self, chunk: Chunk) -> None:
+        """Pull audio until the chunk's window (plus look-ahead) is readable or the stream ends."""
+        need_s = (chunk.window_end + self.p.audio_frames_after) / self.p.fps
+        while not self.timeline.ended and self.timeline.available_s() < need_s:
+            block = next(self.audio, None)
+            if block is None:
+                self.timeline.end()
+            else:
+                self.timeline.push(block)
+        if self.timeline.ended and self.total_frames is None:
+            self.total_frames = self.timeline.total_frames(self.p.fps)
+            if self.total_frames == 0:
+                raise InputError(
+                    f"the audio is too short to make a single frame ({self.timeline.duration_s * 1000:.1f} ms); "
+                    f"give at least {1000 / self.p.fps / 2:.0f} ms of audio"
+                )
+
+    def _generate(self, chunk: Chunk) -> torch.Tensor:
+        cond_frames = chunk.cond_frames
+        conditioning = None if min(cond_frames, default=-1) < 0 else self.session.held.frames(cond_frames)
+        step: dict[str, Any] = {"chunk": chunk, "audio": self.window, "conditioning": conditioning}
+        for stage in self.p._by_phase["chunk"]:
+            self._run_stage(stage, step, chunk=chunk)
+        latents = step["latents"]
+        if chunk.kind == "N":
+            self.session.held.put(chunk, latents)
+        return latents
+
+    def _finalize(self, chunk: Chunk, latents: torch.Tensor, piece: Piece) -> MediaChunk:
+        source = latents if piece.source == (chunk.kind, chunk.index) else self.session.held.latents_of(piece.source)
+        count = piece.end - piece.start
+        step: dict[str, Any] = {
+            "latents": source[:, :, piece.offset : piece.offset + count],
+            "frames_range": (piece.start, piece.end),
+        }
+        for stage in self.p._by_phase["final"]:
+            self._run_stage(stage, step, chunk=chunk, frames=(piece.start, piece.end))
+        frames = step["frames"]
+        if frames.shape[0] != count:
+            raise PipelineGraphError(f"final stages returned {frames.shape[0]} frames for a stretch of {count}")
+        rate, fps = self.p.output_sample_rate, self.p.fps
+        audio = self.timeline.output_track.read(piece.start * rate // fps, piece.end * rate // fps)
+        for obs in self.observers:
+            obs.on_frames(piece.start, count, self.now())
+        return MediaChunk(piece.start, frames, audio)
+
+    def _discard_audio(self, next_chunk: Chunk, next_publish: int) -> None:
+        """Drop audio that neither the next chunk's context nor pending output needs."""
+        first_needed = min(next_chunk.window_start - self.p.audio_frames_before, next_publish)
+        first_needed = max(first_needed - 1, 0)
+        self.timeline.model_track.discard_before(first_needed * self.window.samples_per_frame)
+        self.timeline.output_track.discard_before(first_needed * self.p.output_sample_rate // self.p.fps)
+
+    def _run_stage(self, stage: Stage, values: dict[str, Any], *, chunk: Chunk | None = None, frames: tuple[int, int] | None = None) -> None:
+        runtime = self.p.runtime
+        modules = stage.modules()
+        start_s = self.now()
+        runtime.acquire(modules)
+        nxt = self.p._next_stage.get(stage)
+        if nxt is not None:
+            runtime.prefetch(nxt.modules())
+        with torch.inference_mode():
+            stage.run(StageContext(self.session, stage.name, values))
+        runtime.release(modules)
+        synchronize(runtime.device)
+        missing = [name for name in stage.writes if name not in values]
+        if missing:
+            raise PipelineGraphError(f"stage {stage.name!r} declared it writes {missing} but did not")
+        span = StageSpan(stage.name, stage.phase, start_s, self.now(), chunk, frames)
+        for obs in self.observers:
+            obs.on_stage(span)
+
+
+def validate_graph(stages: Sequence[Stage]) -> None:
+    """Check that every read has an earlier writer; raise a message that says how to fix it."""
+    names = [s.name for s in stages]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise PipelineGraphError(f"stage names must be unique, found {duplicates} more than once")
+    unknown = [s for s in stages if s.phase not in PHASES]
+    if unknown:
+        raise PipelineGraphError(f"stage {unknown[0].name!r} has unknown phase {unknown[0].phase!r}; use one of {PHASES}")
+    init_values: set[str] = set(PROVIDED["init"])
+    for phase in PHASES:
+        available = set(PROVIDED[phase]) | init_values
+        for stage in (s for s in stages if s.phase == phase):
+            missing = [r for r in stage.reads if r not in available]
+            if missing:
+                raise PipelineGraphError(
+                    f"stage {stage.name!r} ({phase}) reads {missing} but nothing before it writes "
+                    f"{'it' if len(missing) == 1 else 'them'}; add a stage that writes "
+                    f"{', '.join(repr(m) for m in missing)} earlier, or remove the read"
+                )
+            clash = sorted(set(stage.writes) & PROVIDED[phase])
+            if clash:
+                raise PipelineGraphError(f"stage {stage.name!r} writes {clash}, which the pipeline provides itself")
+            available |= set(stage.writes)
+        lacking = sorted(REQUIRED[phase] - available)
+        if lacking:
+            raise PipelineGraphError(f"no {phase} stage writes {lacking}; the chunk loop needs it")
+        if phase == "init":
+            init_values = available

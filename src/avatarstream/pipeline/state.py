@@ -1,0 +1,98 @@
+"""Per-session state with a bounded size (DESIGN.md §5).
+
+``SessionState`` holds only what the next chunks need: init outputs (the
+reference conditioning, computed once), the latents of at most two N-chunks
+(the one whose tail conditions the next chunk and the one waiting for its
+I-chunk), and per-stage caches of fixed size (such as the VAE decoder's causal
+cache). Nothing here grows with the session length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from avatarstream.pipeline.chunks import Chunk, ChunkKind
+
+
+@dataclass
+class HeldLatents:
+    """Generated N-chunk latents ([B, C, T, H, W], time on dim 2) kept for conditioning and publishing."""
+
+    max_held: int = 2
+    _chunks: dict[int, tuple[Chunk, torch.Tensor]] = field(default_factory=dict)
+
+    def put(self, chunk: Chunk, latents: torch.Tensor) -> None:
+        self._chunks[chunk.index] = (chunk, latents)
+        while len(self._chunks) > self.max_held:
+            del self._chunks[min(self._chunks)]
+
+    def frames(self, timeline_frames: tuple[int, ...]) -> torch.Tensor:
+        """Gather generated (not conditioning) frames by timeline index from held N-chunks."""
+        picked = [self._frame(f) for f in timeline_frames]
+        return torch.cat(picked, dim=2)
+
+    def _frame(self, frame: int) -> torch.Tensor:
+        for chunk, latents in self._chunks.values():
+            pos = frame - chunk.window_start
+            if 0 <= pos < chunk.window_frames and pos not in chunk.cond_positions:
+                return latents[:, :, pos : pos + 1]
+        raise KeyError(f"timeline frame {frame} is not held by any N-chunk")
+
+    def latents_of(self, source: tuple[ChunkKind, int]) -> torch.Tensor:
+        kind, index = source
+        if kind != "N" or index not in self._chunks:
+            raise KeyError(f"chunk {kind}{index} is not held")
+        return self._chunks[index][1]
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+
+@dataclass
+class SessionState:
+    """Everything one session keeps between chunks."""
+
+    seed: int
+    values: dict[str, Any] = field(default_factory=dict)
+    held: HeldLatents = field(default_factory=HeldLatents)
+    caches: dict[str, Any] = field(default_factory=dict)
+
+
+class StageContext(Mapping[str, Any]):
+    """What one stage run sees: this step's values layered over the session's init values."""
+
+    def __init__(self, session: SessionState, stage_name: str, step_values: dict[str, Any]) -> None:
+        self.session = session
+        self._stage_name = stage_name
+        self._step = step_values
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._step:
+            return self._step[key]
+        return self.session.values[key]
+
+    def __iter__(self):
+        return iter({**self.session.values, **self._step})
+
+    def __len__(self) -> int:
+        return len(set(self.session.values) | set(self._step))
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._step[key] = value
+
+    @property
+    def cache(self) -> Any:
+        """This stage's bounded per-session cache (None until the stage sets one)."""
+        return self.session.caches.get(self._stage_name)
+
+    @cache.setter
+    def cache(self, value: Any) -> None:
+        self.session.caches[self._stage_name] = value
+
+    @property
+    def seed(self) -> int:
+        return self.session.seed

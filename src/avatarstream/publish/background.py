@@ -1,0 +1,105 @@
+"""Run a chunk writer on its own thread so encoding overlaps inference.
+
+A bounded queue between the caller and the worker applies backpressure: when
+the encoder falls behind, ``submit`` waits instead of letting frames pile up,
+so host memory stays constant over any session length.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from types import TracebackType
+from typing import Protocol
+
+from avatarstream.errors import PublishError
+from avatarstream.publish.media import MediaChunk
+
+_STOP = object()  # queued by close(): no more chunks will follow
+
+
+class ChunkWriter(Protocol):
+    """Anything that encodes chunks in order and finalizes its output on close."""
+
+    def write(self, chunk: MediaChunk) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class BackgroundEncoder:
+    """Feeds ``writer.write`` from a worker thread; always closes the writer at the end.
+
+    The worker is the only thread that touches the writer, so a writer needs no
+    locking. A worker failure is raised on the caller's next ``submit`` or
+    ``close``; after it the worker keeps draining the queue (discarding chunks)
+    so the caller can never block forever on a full queue.
+    """
+
+    def __init__(self, writer: ChunkWriter, max_queued_chunks: int = 4) -> None:
+        if max_queued_chunks < 1:
+            raise ValueError(f"max_queued_chunks must be at least 1, got {max_queued_chunks}")
+        self.frames_written = 0
+        self.max_queue_depth_seen = 0
+        self._writer = writer
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=max_queued_chunks)
+        self._error: BaseException | None = None
+        self._error_raised = False
+        self._closed = False
+        self._thread = threading.Thread(target=self._work, name="avatarstream-encoder", daemon=True)
+        self._thread.start()
+
+    def submit(self, chunk: MediaChunk) -> None:
+        """Queue a chunk for encoding; waits while the queue is full."""
+        if self._closed:
+            raise RuntimeError("BackgroundEncoder is closed")
+        self._raise_worker_error()
+        self._queue.put(chunk)
+        self.max_queue_depth_seen = max(self.max_queue_depth_seen, self._queue.qsize())
+
+    def close(self) -> None:
+        """Encode what is queued, finalize the writer, join the worker; safe to call twice."""
+        if not self._closed:
+            self._closed = True
+            self._queue.put(_STOP)
+            self._thread.join()
+        self._raise_worker_error()
+
+    def __enter__(self) -> BackgroundEncoder:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _work(self) -> None:
+        try:
+            while (chunk := self._queue.get()) is not _STOP:
+                if self._error is None:
+                    self._write(chunk)  # type: ignore[arg-type]
+        finally:
+            try:
+                self._writer.close()
+            except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
+                self._error = self._error or err
+
+    def _write(self, chunk: MediaChunk) -> None:
+        try:
+            self._writer.write(chunk)
+        except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
+            self._error = err
+        else:
+            self.frames_written += chunk.num_frames
+
+    def _raise_worker_error(self) -> None:
+        """Raise the worker's failure once, as a PublishError, in the caller's thread."""
+        err = self._error
+        if err is None or self._error_raised:
+            return
+        self._error_raised = True
+        if isinstance(err, PublishError):
+            raise err
+        raise PublishError(f"encoding failed: {err}") from err

@@ -1,0 +1,106 @@
+"""The chunk plan against DESIGN.md §4, checked from first principles for many geometries."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from avatarstream.errors import InputError
+from avatarstream.pipeline.chunks import ChunkPlan
+
+
+def expected_order(num_n: int, interpolate: bool) -> list[str]:
+    """N0, N1, I0, N2, I1, ... written out by hand from the design."""
+    if not interpolate:
+        return [f"N{k}" for k in range(num_n)]
+    order = ["N0"]
+    for k in range(1, num_n):
+        order += [f"N{k}", f"I{k - 1}"]
+    return order
+
+
+GEOMETRIES = [
+    (total, L, a, m)
+    for total, L, a, m in itertools.product([1, 2, 7, 8, 9, 16, 17, 40, 41, 100], [1, 2, 4, 8, 13], [0, 1, 2, 3, 7], [0, 1, 2])
+    if a < L and m <= L
+]
+
+
+@pytest.mark.parametrize(("total", "L", "a", "m"), GEOMETRIES)
+def test_schedule_and_timeline(total: int, L: int, a: int, m: int) -> None:
+    plan = ChunkPlan(L, a, m)
+    chunks = list(plan.schedule(total))
+    num_n = -(-total // L)
+    assert [c.name for c in chunks] == expected_order(num_n, a > 0)
+    assert plan.num_chunks(total) == (num_n, num_n - 1 if a > 0 else 0)
+
+    published: list[int] = []
+    generated: dict[str, object] = {}
+    waiting: set[str] = set()
+    for chunk in chunks:
+        generated[chunk.name] = chunk
+        # conditioning frames: motion frames from the previous N-chunk, or the two anchors
+        if chunk.kind == "N":
+            k = chunk.index
+            assert chunk.window_start + chunk.window_frames == (k + 1) * L
+            assert chunk.cond_frames == tuple(range(k * L - m, k * L))
+            if k > 0:
+                prev = generated[f"N{k - 1}"]
+                for f in chunk.cond_frames:  # the last m frames of N(k-1), generated there
+                    assert prev.window_start + m <= f < prev.window_end
+            if a > 0 and k > 0:
+                waiting.add(chunk.name)
+        else:
+            k = chunk.index
+            assert f"N{k}" in generated and f"N{k + 1}" in generated
+            assert chunk.cond_frames == ((k + 1) * L - 1, (k + 1) * L + a)
+            assert chunk.window_frames == a + 2
+            waiting.discard(f"N{k + 1}")
+        assert len(waiting) <= 1, "at most one N-chunk may wait for its I-chunk"
+        for piece in chunk.publishes:
+            clipped = piece.clipped(total)
+            if clipped is None:
+                continue
+            source = generated[f"{piece.source[0]}{piece.source[1]}"]
+            # the frame at timeline t comes from window position t - window_start, never a conditioning slot
+            assert source.window_start + clipped.offset == clipped.start
+            for t in range(clipped.start, clipped.end):
+                assert (t - source.window_start) not in source.cond_positions
+            published.extend(range(clipped.start, clipped.end))
+    assert published == list(range(total)), "published timeline must be every frame exactly once, in order"
+
+
+@pytest.mark.parametrize(("L", "a"), [(8, 2), (5, 4), (6, 0)])
+def test_published_timeline_composition(L: int, a: int) -> None:
+    """N0 · I0 · N1[a:] · I1 · N2[a:] for three N-chunks, spelled out."""
+    plan = ChunkPlan(L, a, 2)
+    pieces = [(p.source, p.start, p.end) for c in plan.schedule(3 * L) for p in c.publishes]
+    if a == 0:
+        expected = [(("N", k), k * L, (k + 1) * L) for k in range(3)]
+    else:
+        expected = [(("N", 0), 0, L)]
+        for k in range(2):
+            expected += [(("I", k), (k + 1) * L, (k + 1) * L + a), (("N", k + 1), (k + 1) * L + a, (k + 2) * L)]
+    assert pieces == expected
+
+
+def test_contributions_tile_the_timeline() -> None:
+    plan = ChunkPlan(8, 3, 2)
+    spans = sorted(c.contributes for c in plan.schedule(40))
+    assert spans[0][0] == 0 and spans[-1][1] == 40
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+
+
+def test_open_ended_schedule_continues() -> None:
+    names = [c.name for c in itertools.islice(ChunkPlan(4, 1, 1).schedule(None), 7)]
+    assert names == ["N0", "N1", "I0", "N2", "I1", "N3", "I2"]
+
+
+@pytest.mark.parametrize(
+    ("L", "a", "m", "needle"),
+    [(0, 0, 0, "--chunk-frames"), (-4, 0, 0, "--chunk-frames"), (8, 8, 2, "shorter than the chunk length"), (8, 9, 2, "shorter"), (8, -1, 2, "--interp-frames 0"), (2, 0, 3, "motion frames")],
+)
+def test_bad_geometry_is_a_clear_error(L: int, a: int, m: int, needle: str) -> None:
+    with pytest.raises(InputError, match=needle):
+        ChunkPlan(L, a, m)
