@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorsError
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from avatarstream.errors import InputError
@@ -42,7 +42,7 @@ class Module:
             raise InputError(f"weights for {self.name!r} not found: {path}")
         try:
             tensors = load_file(str(path))
-        except (SafetensorsError, OSError) as exc:
+        except (SafetensorError, OSError) as exc:
             raise InputError(f"cannot read weights {path}: {exc}; expected a .safetensors file") from exc
         expected = self.network.state_dict()
         missing = sorted(set(expected) - set(tensors))

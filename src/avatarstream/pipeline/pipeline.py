@@ -86,6 +86,12 @@ class Pipeline:
     def device(self) -> torch.device:
         return self.runtime.device
 
+    def prepare(self) -> None:
+        """Let the runtime put every module where its policy wants it before the first request."""
+        for stage in self.stages:
+            self.runtime.acquire(stage.modules())
+            self.runtime.release(stage.modules())
+
     # -- the loop -------------------------------------------------------------------------------
 
     def stream(

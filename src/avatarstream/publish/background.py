@@ -30,9 +30,9 @@ class BackgroundEncoder:
     """Feeds ``writer.write`` from a worker thread; always closes the writer at the end.
 
     The worker is the only thread that touches the writer, so a writer needs no
-    locking. A worker failure is raised on the caller's next ``submit`` or
-    ``close``; after it the worker keeps draining the queue (discarding chunks)
-    so the caller can never block forever on a full queue.
+    locking. A worker failure is raised on every later ``submit`` and, if no
+    ``submit`` reported it yet, on ``close``; after it the worker keeps draining
+    the queue (discarding chunks) so the caller can never block on a full queue.
     """
 
     def __init__(self, writer: ChunkWriter, max_queued_chunks: int = 4) -> None:
@@ -52,7 +52,8 @@ class BackgroundEncoder:
         """Queue a chunk for encoding; waits while the queue is full."""
         if self._closed:
             raise RuntimeError("BackgroundEncoder is closed")
-        self._raise_worker_error()
+        if self._error is not None:
+            raise self._worker_failure()
         self._queue.put(chunk)
         self.max_queue_depth_seen = max(self.max_queue_depth_seen, self._queue.qsize())
 
@@ -62,7 +63,8 @@ class BackgroundEncoder:
             self._closed = True
             self._queue.put(_STOP)
             self._thread.join()
-        self._raise_worker_error()
+        if self._error is not None and not self._error_raised:
+            raise self._worker_failure()
 
     def __enter__(self) -> BackgroundEncoder:
         return self
@@ -94,12 +96,11 @@ class BackgroundEncoder:
         else:
             self.frames_written += chunk.num_frames
 
-    def _raise_worker_error(self) -> None:
-        """Raise the worker's failure once, as a PublishError, in the caller's thread."""
+    def _worker_failure(self) -> PublishError:
+        """The worker's failure as a PublishError for the caller's thread (cause attached)."""
         err = self._error
-        if err is None or self._error_raised:
-            return
         self._error_raised = True
-        if isinstance(err, PublishError):
-            raise err
-        raise PublishError(f"encoding failed: {err}") from err
+        message = str(err) if isinstance(err, PublishError) else f"encoding failed: {err}"
+        failure = PublishError(message)
+        failure.__cause__ = err
+        return failure

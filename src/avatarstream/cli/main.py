@@ -1,0 +1,49 @@
+"""``avatarstream``: the command-line entry point.
+
+Every subcommand is a thin shell: parse, validate, call the pipeline API,
+report. Errors the user can fix are printed as one line (``error: ...``) with
+exit code 2 for bad input and 1 for failures during a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Sequence
+
+from avatarstream.cli import render
+from avatarstream.errors import AvatarStreamError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="avatarstream",
+        description="Real-time, audio-driven avatar video: chunked flow-matching generation with constant memory.",
+        epilog="Run 'avatarstream COMMAND --help' for the options of a command.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    render.add_parser(commands)
+    return parser
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    """Turn SIGTERM into an exception so open outputs are finalized on the way out."""
+    raise SystemExit(128 + signum)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        return int(args.run(args) or 0)
+    except AvatarStreamError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted: outputs written so far were finalized", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""The ``demo`` family: small models that run in real time on a CPU (DESIGN.md §9).
+
+Weights come from a local folder of safetensors files (one per module, plus
+``config.json``); without one the modules start from random weights drawn
+from a fixed seed, so every run of the same command is identical.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from avatarstream.errors import InputError
+from avatarstream.models.demo import (
+    A2VDiT,
+    AudioEncoder,
+    CausalVAE,
+    DemoConfig,
+    FlowMatchEuler,
+    ReferenceEncoder,
+    SRDiT,
+    TextEncoder,
+)
+from avatarstream.pipeline.chunks import ChunkPlan
+from avatarstream.pipeline.module import Module
+from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.runtime.residency import Runtime
+from avatarstream.stages.audio_to_video import AudioToVideoStage
+from avatarstream.stages.context import ContextGenStage
+from avatarstream.stages.decode import DecodeStage
+from avatarstream.stages.reference import ReferenceEncodeStage
+from avatarstream.stages.super_resolution import SuperResolutionStage
+from avatarstream.stages.text import TextEncodeStage
+
+#: Motion frames from the previous N-chunk that condition the next one.
+MOTION_FRAMES = 2
+DEFAULT_CHUNK_FRAMES = 12
+DEFAULT_INTERP_FRAMES = 3
+DEFAULT_STEPS = 4
+DEFAULT_SHIFT = 3.0
+
+_NETWORKS = {
+    "vae": CausalVAE,
+    "audio_encoder": AudioEncoder,
+    "text_encoder": TextEncoder,
+    "reference_encoder": ReferenceEncoder,
+    "a2v_dit": A2VDiT,
+    "sr_dit": SRDiT,
+}
+
+
+@dataclass
+class DemoFamily:
+    """The demo family's config and loaded modules."""
+
+    config: DemoConfig
+    modules: dict[str, Module]
+    weights: str  # where the weights came from, for reports
+
+    @classmethod
+    def load(cls, variant: str, weights_dir: str | Path | None, *, seed: int = 0) -> DemoFamily:
+        if weights_dir is None:
+            config = DemoConfig.tiny() if variant == "tiny" else DemoConfig()
+            modules = {name: Module.build(name, lambda net=net: net(config), seed=seed + i) for i, (name, net) in enumerate(_NETWORKS.items())}
+            return cls(config, modules, f"random (seed {seed})")
+        folder = Path(weights_dir)
+        config = _read_config(folder)
+        modules = {name: Module.build(name, lambda net=net: net(config), weights=folder / f"{name}.safetensors") for name, net in _NETWORKS.items()}
+        return cls(config, modules, str(folder))
+
+    def save(self, folder: str | Path) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2))
+        for name, module in self.modules.items():
+            module.save_weights(folder / f"{name}.safetensors")
+
+    def pipeline(
+        self,
+        device: torch.device,
+        *,
+        chunk_frames: int = DEFAULT_CHUNK_FRAMES,
+        interp_frames: int = DEFAULT_INTERP_FRAMES,
+        steps: int = DEFAULT_STEPS,
+        shift: float = DEFAULT_SHIFT,
+        residency: dict[str, str] | None = None,
+    ) -> Pipeline:
+        cfg, m = self.config, self.modules
+        plan = ChunkPlan(chunk_frames, interp_frames, MOTION_FRAMES)
+        try:
+            sampler = FlowMatchEuler(steps, shift)
+        except ValueError as exc:
+            raise InputError(f"invalid sampler setting: {exc}") from exc
+        base_latent = (cfg.vae.latent_channels, cfg.base_latent_size, cfg.base_latent_size)
+        stages = [
+            ReferenceEncodeStage(m["vae"], m["reference_encoder"], cfg.base_size),
+            TextEncodeStage(m["text_encoder"]),
+            ContextGenStage(m["audio_encoder"], base_latent),
+            AudioToVideoStage(m["a2v_dit"], sampler),
+            SuperResolutionStage(m["sr_dit"]),
+            DecodeStage(m["vae"]),
+        ]
+        runtime = Runtime(device, residency)
+        return Pipeline(stages, plan, runtime, fps=cfg.fps, model_sample_rate=cfg.sample_rate)
+
+
+def _read_config(folder: Path) -> DemoConfig:
+    path = folder / "config.json"
+    if not path.is_file():
+        raise InputError(f"no config.json in weights folder {folder}; a weights folder holds config.json and one .safetensors per module")
+    try:
+        return DemoConfig.from_dict(json.loads(path.read_text()))
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise InputError(f"invalid {path}: {exc}") from exc

@@ -1,0 +1,124 @@
+"""Decode an audio file piece by piece into PcmBlocks.
+
+The file is decoded as it is read, one codec frame at a time, so memory stays
+constant whether the file lasts ten seconds or ten hours. Opening decodes the
+first frame, so an unusable file is reported before any work starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from types import TracebackType
+
+import av
+import numpy as np
+
+from avatarstream.errors import InputError
+from avatarstream.sources.pcm import PcmBlock
+
+_FORMATS_HINT = "use a WAV, MP3, FLAC or OGG file"
+
+
+def open_audio_file(path: str | os.PathLike[str]) -> AudioFileSource:
+    """Open and validate an audio file; raises InputError when it cannot be used."""
+    return AudioFileSource(path)
+
+
+class AudioFileSource:
+    """One pass over an audio file as float32 [channels, n] PcmBlocks in [-1, 1]."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        if not os.path.exists(self.path):
+            raise InputError(f"audio file not found: {self.path}")
+        try:
+            self._container = av.open(self.path)
+        except (OSError, av.error.FFmpegError) as err:
+            raise self._unreadable(getattr(err, "strerror", None) or str(err)) from err
+        try:
+            if not self._container.streams.audio:
+                raise InputError(f"audio file {self.path} has no audio stream; {_FORMATS_HINT}")
+            stream = self._container.streams.audio[0]
+            self._frames = self._container.decode(stream)
+            self._decoded_s = 0.0
+            first = self._next_block(unreadable=self._unreadable)
+            if first is None:
+                raise InputError(f"audio {self.path} has zero length")
+        except BaseException:
+            self._container.close()
+            raise
+        self.sample_rate = first.sample_rate
+        self.channels = first.samples.shape[0]
+        self._first: PcmBlock | None = first
+        self._started = False
+
+    def __iter__(self) -> Iterator[PcmBlock]:
+        """Yield blocks in file order; the file is closed when the last one is read."""
+        if self._started:
+            raise RuntimeError(f"{self.path} was already read; open it again to read it twice")
+        self._started = True
+        return self._blocks()
+
+    def close(self) -> None:
+        """Release the file; safe to call more than once."""
+        self._container.close()
+
+    def __enter__(self) -> AudioFileSource:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _blocks(self) -> Iterator[PcmBlock]:
+        try:
+            block, self._first = self._first, None
+            while block is not None:
+                if block.sample_rate != self.sample_rate or block.samples.shape[0] != self.channels:
+                    raise InputError(
+                        f"audio {self.path} changes sample rate or channel count after "
+                        f"{self._decoded_s:.1f} s; convert it to one format first (e.g. a WAV file)"
+                    )
+                yield block
+                block = self._next_block(unreadable=self._damaged)
+        finally:
+            self.close()
+
+    def _next_block(self, unreadable: Callable[[str], InputError]) -> PcmBlock | None:
+        """Decode up to the next non-empty frame; None at the end of the file."""
+        try:
+            for frame in self._frames:
+                if frame.samples:
+                    self._decoded_s += frame.samples / frame.sample_rate
+                    return PcmBlock(samples=_to_float32(frame), sample_rate=frame.sample_rate)
+        except (OSError, av.error.FFmpegError) as err:
+            raise unreadable(getattr(err, "strerror", None) or str(err)) from err
+        return None
+
+    def _unreadable(self, reason: str) -> InputError:
+        return InputError(f"cannot read audio {self.path}: {reason}; {_FORMATS_HINT}")
+
+    def _damaged(self, reason: str) -> InputError:
+        return InputError(
+            f"audio {self.path} is damaged after {self._decoded_s:.1f} s ({reason}); "
+            "repair or re-export the file"
+        )
+
+
+def _to_float32(frame: av.AudioFrame) -> np.ndarray:
+    """Any PCM sample format (planar or packed, integer or float) as float32 [channels, n] in [-1, 1]."""
+    data = frame.to_ndarray()
+    if not frame.format.is_planar:  # packed: one row of interleaved samples
+        data = data.reshape(frame.samples, frame.layout.nb_channels).T
+    if data.dtype.kind == "f":
+        samples = np.clip(data, -1.0, 1.0, dtype=np.float32)
+    elif data.dtype.kind == "u":  # u8 is offset binary around 128
+        samples = (data.astype(np.float32) - 128.0) / 128.0
+    else:
+        samples = data.astype(np.float32) / float(2 ** (8 * data.dtype.itemsize - 1))
+    return np.ascontiguousarray(samples)

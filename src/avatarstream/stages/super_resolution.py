@@ -1,0 +1,33 @@
+"""Final stage SR: one identity-aware step from base to output resolution."""
+
+from __future__ import annotations
+
+import torch
+
+from avatarstream.pipeline.module import Module
+from avatarstream.pipeline.stage import Stage
+from avatarstream.pipeline.state import StageContext
+from avatarstream.stages.seeding import seeded_noise
+
+
+class SuperResolutionStage(Stage):
+    """Noise is drawn per timeline frame, so SR output never depends on how frames were grouped."""
+
+    name = "super_resolution"
+    phase = "final"
+    reads = ("latents", "frames_range", "reference_latent_full")
+    writes = ("sr_latents",)
+
+    def __init__(self, sr: Module) -> None:
+        self.sr = sr
+
+    def modules(self) -> tuple[Module, ...]:
+        return (self.sr,)
+
+    def run(self, ctx: StageContext) -> None:
+        low = ctx["latents"]
+        reference = ctx["reference_latent_full"]
+        batch, channels, height, width = reference.shape
+        first, end = ctx["frames_range"]
+        per_frame = [seeded_noise((batch, channels, 1, height, width), low.device, ctx.seed, "sr", f) for f in range(first, end)]
+        ctx["sr_latents"] = self.sr.network(low, reference, torch.cat(per_frame, dim=2))
