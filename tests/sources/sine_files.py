@@ -44,9 +44,8 @@ def write_sine(path: Path, codec: str, rate: int, channels: int, seconds: float,
         step = stream.codec_context.frame_size or pcm_step
         for start in range(0, total, step):
             n = min(step, total - start)
-            frame = av.AudioFrame.from_ndarray(
-                _as_format(sine(start, n, rate, channels), stream.format), format=stream.format.name, layout=LAYOUTS[channels]
-            )
+            data = _as_format(sine(start, n, rate, channels), stream.format)
+            frame = av.AudioFrame.from_ndarray(data, format=stream.format.name, layout=LAYOUTS[channels])
             frame.sample_rate = rate
             frame.pts = start
             out.mux(stream.encode(frame))

@@ -31,15 +31,15 @@ def unreadable(path: Path) -> str:
     return re.escape(f"cannot read audio {path}: ") + ".+" + re.escape("; use a WAV, MP3, FLAC or OGG file")
 
 
-def read_all(path: Path) -> tuple[np.ndarray, int, int, int]:
-    """Decoded samples, sample rate, channels and number of blocks."""
+def read_all(path: Path) -> tuple[np.ndarray, int, int]:
+    """Decoded samples, sample rate and channels."""
     with open_audio_file(path) as source:
         blocks = list(source)
         for block in blocks:
             assert block.samples.dtype == np.float32
             assert block.sample_rate == source.sample_rate
             assert block.samples.shape[0] == source.channels
-        return np.concatenate([b.samples for b in blocks], axis=1), source.sample_rate, source.channels, len(blocks)
+        return np.concatenate([b.samples for b in blocks], axis=1), source.sample_rate, source.channels
 
 
 @pytest.mark.parametrize(("name", "codec", "rate", "channels", "padding"), FORMATS, ids=[f[0] for f in FORMATS])
@@ -47,7 +47,7 @@ def test_decodes_format(tmp_path: Path, name: str, codec: str, rate: int, channe
     path = tmp_path / name
     written = write_sine(path, codec, rate, channels, seconds=1.0)
 
-    samples, sample_rate, decoded_channels, _ = read_all(path)
+    samples, sample_rate, decoded_channels = read_all(path)
 
     assert sample_rate == rate
     assert decoded_channels == channels
@@ -57,6 +57,15 @@ def test_decodes_format(tmp_path: Path, name: str, codec: str, rate: int, channe
     for c in range(channels):
         correlation = np.corrcoef(samples[c, :written], expected[c])[0, 1]
         assert correlation > 0.95, f"channel {c} correlates {correlation:.3f} with the sine"
+
+
+@pytest.mark.parametrize("name", ["mp3", "flac", "ogg", "wav"])
+def test_header_duration(tmp_path: Path, name: str) -> None:
+    codec = {"mp3": "libmp3lame", "flac": "flac", "ogg": "libopus", "wav": "pcm_s16le"}[name]
+    path = tmp_path / f"two_seconds.{name}"
+    write_sine(path, codec, 48000, 2, seconds=2.0)
+    with open_audio_file(path) as source:
+        assert source.duration_s == pytest.approx(2.0, abs=0.05)
 
 
 def test_pcm_is_exact(tmp_path: Path) -> None:
@@ -121,7 +130,8 @@ def test_text_file_renamed_wav(tmp_path: Path) -> None:
 
 
 def test_directory(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=re.escape(f"cannot read audio {tmp_path}: Is a directory; use a WAV, MP3, FLAC or OGG file")):
+    message = f"cannot read audio {tmp_path}: Is a directory; use a WAV, MP3, FLAC or OGG file"
+    with pytest.raises(InputError, match=re.escape(message)):
         open_audio_file(tmp_path)
 
 

@@ -11,7 +11,7 @@ makes the loop wait.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from avatarstream.errors import InputError, PipelineGraphError
+from avatarstream.pipeline.aio import astream
 from avatarstream.pipeline.chunks import Chunk, ChunkPlan, Piece
 from avatarstream.pipeline.observer import ChunkDone, RunObserver, StageSpan
 from avatarstream.pipeline.stage import PHASES, Phase, Stage
@@ -106,6 +107,10 @@ class Pipeline:
         """Yield final frames with their audio as soon as they exist; audio may arrive live."""
         run = _Run(self, iter(audio), seed, observers)
         yield from run.execute(reference_image, prompt)
+
+    def astream(self, audio: AsyncIterable[PcmBlock], reference_image: Any, prompt: str = "", *, seed: int = 0, observers: Sequence[RunObserver] = ()) -> AsyncIterator[MediaChunk]:
+        """Async twin of ``stream`` for live sources (sockets, agents); see ``pipeline.aio``."""
+        return astream(self, audio, reference_image, prompt, seed=seed, observers=observers)
 
 
 class _Run:

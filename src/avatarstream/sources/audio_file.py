@@ -26,10 +26,16 @@ def open_audio_file(path: str | os.PathLike[str]) -> AudioFileSource:
 
 
 class AudioFileSource:
-    """One pass over an audio file as float32 [channels, n] PcmBlocks in [-1, 1]."""
+    """One pass over an audio file as float32 [channels, n] PcmBlocks in [-1, 1].
+
+    ``duration_s`` is the length the file header claims (None if it says
+    nothing): good for a progress bar, never used for timing, which comes from
+    the decoded samples.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
+        self._decoded_s = 0.0  # seconds decoded so far, to say where a file is damaged
         if not os.path.exists(self.path):
             raise InputError(f"audio file not found: {self.path}")
         try:
@@ -40,8 +46,8 @@ class AudioFileSource:
             if not self._container.streams.audio:
                 raise InputError(f"audio file {self.path} has no audio stream; {_FORMATS_HINT}")
             stream = self._container.streams.audio[0]
+            self.duration_s = _header_duration(self._container, stream)
             self._frames = self._container.decode(stream)
-            self._decoded_s = 0.0
             first = self._next_block(unreadable=self._unreadable)
             if first is None:
                 raise InputError(f"audio {self.path} has zero length")
@@ -108,6 +114,14 @@ class AudioFileSource:
             f"audio {self.path} is damaged after {self._decoded_s:.1f} s ({reason}); "
             "repair or re-export the file"
         )
+
+
+def _header_duration(container: av.container.InputContainer, stream: av.AudioStream) -> float | None:
+    if stream.duration is not None and stream.time_base is not None:
+        return float(stream.duration * stream.time_base)
+    if container.duration is not None:
+        return container.duration / av.time_base
+    return None
 
 
 def _to_float32(frame: av.AudioFrame) -> np.ndarray:

@@ -41,7 +41,7 @@ class SampleTrack:
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """Samples ``[start, stop)``; silence outside what was received."""
-        if start < self.first and start < self.end:
+        if max(start, 0) < min(stop, self.first):
             raise ValueError(f"samples before {self.first} were already discarded (asked for {start})")
         out = np.zeros((self.channels, max(stop - start, 0)), dtype=np.float32)
         lo, hi = max(start, self.first), min(stop, self.end)

@@ -33,9 +33,9 @@ class A2VDiT(nn.Module):
 
         self.patch_in = nn.Linear((2 * c + 1) * d.patch_size ** 2, d.dim)
         self.reference_in = nn.Linear(d.dim, d.dim)
-        self.text_in = nn.Sequential(nn.Linear(cfg.text.dim, d.dim), nn.GELU(approximate="tanh"),
+        self.text_in = nn.Sequential(nn.Linear(cfg.text.dim, d.dim), nn.GELU(),
                                      nn.Linear(d.dim, d.dim))
-        self.audio_in = nn.Sequential(nn.Linear(cfg.audio.dim, d.dim), nn.GELU(approximate="tanh"),
+        self.audio_in = nn.Sequential(nn.Linear(cfg.audio.dim, d.dim), nn.GELU(),
                                       nn.Linear(d.dim, d.dim))
         self.time_embed = TimestepEmbedding(d.freq_dim, d.dim)
         self.rope = Rope3D(d.dim // d.heads, d.rope_theta)

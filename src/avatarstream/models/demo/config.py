@@ -60,7 +60,7 @@ class TextEncoderConfig:
 @dataclass(frozen=True)
 class DiTConfig:
     dim: int = 128
-    layers: int = 3
+    layers: int = 2
     heads: int = 4
     mlp_ratio: float = 3.0
     patch_size: int = 2

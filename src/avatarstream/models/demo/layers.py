@@ -7,17 +7,21 @@ from torch import Tensor, nn
 
 from .rope import apply_rope
 
-Rope = tuple[Tensor, Tensor]
+Rope = Tensor
+"""Complex rotation table [N, head_dim // 2] from `Rope3D`."""
 
 
-def _split_heads(x: Tensor, heads: int) -> Tensor:
-    b, n, d = x.shape
-    return x.view(b, n, heads, d // heads).transpose(1, 2)
+def _heads(x: Tensor, heads: int, rope: Rope | None) -> Tensor:
+    """[B, N, D] -> [B, heads, N, D // heads], rotated by `rope` when given."""
+    x = x.unflatten(-1, (heads, -1))
+    if rope is not None:
+        x = apply_rope(x, rope)
+    return x.transpose(1, 2)
 
 
-def _merge_heads(x: Tensor) -> Tensor:
-    b, h, n, d = x.shape
-    return x.transpose(1, 2).reshape(b, n, h * d)
+def _attend(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    """[B, heads, N, d] attention -> [B, N, heads * d]."""
+    return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).flatten(2)
 
 
 class SelfAttention(nn.Module):
@@ -27,16 +31,15 @@ class SelfAttention(nn.Module):
         super().__init__()
         self.heads = heads
         self.qkv = nn.Linear(dim, 3 * dim)
-        self.q_norm = nn.RMSNorm(dim // heads, eps=1e-6)
-        self.k_norm = nn.RMSNorm(dim // heads, eps=1e-6)
+        self.q_norm = nn.RMSNorm(dim, eps=1e-6)
+        self.k_norm = nn.RMSNorm(dim, eps=1e-6)
         self.out = nn.Linear(dim, dim)
 
     def forward(self, x: Tensor, rope: Rope | None = None) -> Tensor:
-        q, k, v = (_split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
-        q, k = self.q_norm(q), self.k_norm(k)
-        if rope is not None:
-            q, k = apply_rope(q, rope), apply_rope(k, rope)
-        return self.out(_merge_heads(F.scaled_dot_product_attention(q, k, v)))
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q = _heads(self.q_norm(q), self.heads, rope)
+        k = _heads(self.k_norm(k), self.heads, rope)
+        return self.out(_attend(q, k, _heads(v, self.heads, None)))
 
 
 class CrossAttention(nn.Module):
@@ -51,20 +54,18 @@ class CrossAttention(nn.Module):
         self.heads = heads
         self.q = nn.Linear(dim, dim)
         self.kv_proj = nn.Linear(context_dim or dim, 2 * dim)
-        self.q_norm = nn.RMSNorm(dim // heads, eps=1e-6)
-        self.k_norm = nn.RMSNorm(dim // heads, eps=1e-6)
+        self.q_norm = nn.RMSNorm(dim, eps=1e-6)
+        self.k_norm = nn.RMSNorm(dim, eps=1e-6)
         self.out = nn.Linear(dim, dim)
 
     def kv(self, context: Tensor, rope: Rope | None = None) -> tuple[Tensor, Tensor]:
-        k, v = (_split_heads(t, self.heads) for t in self.kv_proj(context).chunk(2, dim=-1))
-        k = self.k_norm(k)
-        return (apply_rope(k, rope) if rope is not None else k), v
+        """context [B, M, Dc] -> keys and values [B, heads, M, d]."""
+        k, v = self.kv_proj(context).chunk(2, dim=-1)
+        return _heads(self.k_norm(k), self.heads, rope), _heads(v, self.heads, None)
 
     def forward(self, x: Tensor, kv: tuple[Tensor, Tensor], rope: Rope | None = None) -> Tensor:
-        q = self.q_norm(_split_heads(self.q(x), self.heads))
-        if rope is not None:
-            q = apply_rope(q, rope)
-        return self.out(_merge_heads(F.scaled_dot_product_attention(q, *kv)))
+        q = _heads(self.q_norm(self.q(x)), self.heads, rope)
+        return self.out(_attend(q, *kv))
 
 
 class MLP(nn.Module):
@@ -75,7 +76,7 @@ class MLP(nn.Module):
         self.fc2 = nn.Linear(hidden, dim)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.fc2(F.gelu(self.fc1(x), approximate="tanh"))
+        return self.fc2(F.gelu(self.fc1(x)))
 
 
 class EncoderLayer(nn.Module):

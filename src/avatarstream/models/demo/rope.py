@@ -31,7 +31,7 @@ def grid_positions(frames: int, height: int, width: int, *, time_offset: float =
 
 
 class Rope3D(nn.Module):
-    """Turns (t, h, w) positions into the cos/sin tables used by `apply_rope`."""
+    """Turns (t, h, w) positions into the complex rotation table used by `apply_rope`."""
 
     def __init__(self, head_dim: int, theta: float = 10000.0) -> None:
         super().__init__()
@@ -40,19 +40,20 @@ class Rope3D(nn.Module):
             inv_freq = theta ** (-torch.arange(0, dim, 2, dtype=torch.float32) / dim)
             self.register_buffer(f"inv_freq_{axis}", inv_freq, persistent=False)
 
-    def forward(self, positions: Tensor) -> tuple[Tensor, Tensor]:
-        """positions [N, 3] -> (cos, sin), each [N, head_dim // 2], float32."""
+    def forward(self, positions: Tensor) -> Tensor:
+        """positions [N, 3] -> complex64 table [N, head_dim // 2] (unit-modulus rotations)."""
         if positions.ndim != 2 or positions.shape[-1] != 3:
             raise ValueError(f"positions must be [N, 3], got {tuple(positions.shape)}")
         pos = positions.float()
         angles = torch.cat([pos[:, 0:1] * self.inv_freq_t.float(),
                             pos[:, 1:2] * self.inv_freq_h.float(),
                             pos[:, 2:3] * self.inv_freq_w.float()], dim=-1)
-        return angles.cos(), angles.sin()
+        return torch.polar(torch.ones_like(angles), angles)
 
 
-def apply_rope(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
-    """Rotates x [..., N, head_dim] by the tables from `Rope3D` (rotate-half form)."""
-    cos, sin = (r.to(x.dtype) for r in rope)
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+def apply_rope(x: Tensor, rope: Tensor) -> Tensor:
+    """Rotates consecutive pairs of x [B, N, heads, head_dim] by the table [N, head_dim // 2].
+
+    Computed in float32 (rotations in bf16 would lose relative-position precision)."""
+    pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    return torch.view_as_real(pairs * rope.unsqueeze(-2)).flatten(-2).to(x.dtype)

@@ -29,8 +29,8 @@ class FlowMatchEuler:
 
     def sample(self, velocity_fn: Callable[[Tensor, Tensor], Tensor], noise: Tensor) -> Tensor:
         """Integrates from `noise` (t = 1) to t = 0; velocity_fn(x, t [B]) returns v like x."""
-        ts = self.timesteps(noise.device)
-        steps = self.timesteps().tolist()
+        schedule = self.timesteps()
+        ts, steps = schedule.to(noise.device), schedule.tolist()
         x = noise
         for i in range(self.num_steps):
             v = velocity_fn(x, ts[i].expand(noise.shape[0]))
