@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -109,10 +111,12 @@ def test_async_consumer_can_stop_early(pipeline, reference) -> None:
 
     async def first_two():
         got = []
-        async for chunk in pipeline.astream(endless(), reference):
-            got.append(chunk)
-            if len(got) == 2:
-                break
+        async with contextlib.aclosing(pipeline.astream(endless(), reference)) as chunks:
+            async for chunk in chunks:
+                got.append(chunk)
+                if len(got) == 2:
+                    break
+        assert not [t for t in threading.enumerate() if t.name == "avatarstream-loop"], "the loop thread must stop with the consumer"
         return got
 
     assert len(asyncio.run(asyncio.wait_for(first_two(), 120))) == 2

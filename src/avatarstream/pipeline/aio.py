@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from avatarstream.pipeline.pipeline import Pipeline
 
 _END = object()
+_POLL_S = 0.05
 
 
 class _Bridge:
@@ -32,30 +33,38 @@ class _Bridge:
         self.audio = aiter(audio)
         self.out: asyncio.Queue[Any] = asyncio.Queue(maxsize=max_ahead)
         self.stopped = threading.Event()
-        self._pending: concurrent.futures.Future | None = None
 
     async def _next_block(self) -> Any:
         return await anext(self.audio, _END)
 
     def blocks(self) -> Iterator[PcmBlock]:
-        while not self.stopped.is_set():
-            self._pending = asyncio.run_coroutine_threadsafe(self._next_block(), self.loop)
-            try:
-                block = self._pending.result()
-            except concurrent.futures.CancelledError:
-                return
+        while True:
+            block = self._wait(self._next_block())
             if block is _END:
                 return
             yield block
 
     def put(self, item: Any) -> None:
-        if not self.stopped.is_set():
-            asyncio.run_coroutine_threadsafe(self.out.put(item), self.loop).result()
+        self._wait(self.out.put(item))
+
+    def _wait(self, coro: Any) -> Any:
+        """Run ``coro`` on the event loop; give up (returning _END) once the consumer has stopped."""
+        if self.stopped.is_set() or self.loop.is_closed():
+            coro.close()
+            return _END
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        while True:
+            try:
+                return future.result(timeout=_POLL_S)
+            except concurrent.futures.TimeoutError:
+                if self.stopped.is_set() or self.loop.is_closed():
+                    future.cancel()
+                    return _END
+            except concurrent.futures.CancelledError:
+                return _END
 
     def stop(self) -> None:
         self.stopped.set()
-        if self._pending is not None:
-            self._pending.cancel()
 
 
 async def astream(
@@ -81,7 +90,8 @@ async def astream(
         except BaseException as exc:  # handed to the consumer, re-raised there
             bridge.put(exc)
 
-    thread = threading.Thread(target=work, name="avatarstream-loop", daemon=True)
+    # not a daemon: interpreter shutdown waits for it, and the stop flag ends it within one chunk
+    thread = threading.Thread(target=work, name="avatarstream-loop")
     thread.start()
     try:
         while True:
@@ -93,7 +103,5 @@ async def astream(
             yield item
     finally:
         bridge.stop()
-        while thread.is_alive():  # unblock a worker waiting on a full queue
-            while not bridge.out.empty():
-                bridge.out.get_nowait()
+        while thread.is_alive():  # the worker sees the stop flag within one chunk
             await asyncio.sleep(0.005)

@@ -13,7 +13,7 @@ from avatarstream.pipeline.state import StageContext
 
 def image_to_video_tensor(image: np.ndarray, device: torch.device) -> torch.Tensor:
     """uint8 RGB [H, W, 3] -> float [1, 3, 1, H, W] in [-1, 1]."""
-    tensor = torch.from_numpy(np.ascontiguousarray(image)).to(device)
+    tensor = torch.from_numpy(np.array(image, dtype=np.uint8)).to(device)
     return (tensor.permute(2, 0, 1).float() / 127.5 - 1.0)[None, :, None]
 
 

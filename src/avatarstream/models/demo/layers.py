@@ -45,21 +45,21 @@ class SelfAttention(nn.Module):
 class CrossAttention(nn.Module):
     """Queries from x, keys/values from a context.
 
-    `kv()` is separate from `forward()` so a caller can project a context once
-    and share it (e.g. one reference for all frames of a batch).
+    `kv()` is separate from `forward()` so keys/values of one context can be
+    projected once and shared by many query rows (one reference, many frames).
     """
 
-    def __init__(self, dim: int, heads: int, context_dim: int | None = None) -> None:
+    def __init__(self, dim: int, heads: int) -> None:
         super().__init__()
         self.heads = heads
         self.q = nn.Linear(dim, dim)
-        self.kv_proj = nn.Linear(context_dim or dim, 2 * dim)
+        self.kv_proj = nn.Linear(dim, 2 * dim)
         self.q_norm = nn.RMSNorm(dim, eps=1e-6)
         self.k_norm = nn.RMSNorm(dim, eps=1e-6)
         self.out = nn.Linear(dim, dim)
 
     def kv(self, context: Tensor, rope: Rope | None = None) -> tuple[Tensor, Tensor]:
-        """context [B, M, Dc] -> keys and values [B, heads, M, d]."""
+        """context [B, M, D] -> keys and values [B, heads, M, d]."""
         k, v = self.kv_proj(context).chunk(2, dim=-1)
         return _heads(self.k_norm(k), self.heads, rope), _heads(v, self.heads, None)
 
