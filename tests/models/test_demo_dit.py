@@ -91,6 +91,14 @@ def test_a2v_audio_effect_stays_mostly_on_its_frame_with_depth() -> None:
     assert diff[2] > 5 * others.max()
 
 
+def test_a2v_batch_rows_are_independent() -> None:
+    model = build(A2VDiT)
+    first, second = inputs(3, seed=1), inputs(3, seed=2)
+    both = {k: torch.cat([first[k], second[k]]) for k in first}
+    out = run(model, **both)
+    torch.testing.assert_close(out[1:], run(model, **second), atol=1e-5, rtol=0)
+
+
 def test_a2v_rejects_mismatched_shapes() -> None:
     model = build(A2VDiT)
     base = inputs(4)

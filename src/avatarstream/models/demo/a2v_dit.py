@@ -2,8 +2,9 @@
 
 Per frame the input is concat(noisy latent, conditioning latent, mask), so
 motion frames and interpolation anchors can sit at any frame of the chunk.
-Reference tokens are prepended to the video tokens (own RoPE time index),
-text is a global cross-attention context, audio is attended frame-locally.
+Reference tokens are prepended to the video tokens' keys/values in every
+self-attention (own RoPE time index; attended to, not updated), text is a
+global cross-attention context, audio is attended frame-locally.
 """
 
 from __future__ import annotations
@@ -47,14 +48,14 @@ class A2VDiT(nn.Module):
                 text: Tensor, reference: Tensor) -> Tensor:
         """x, cond [B, C, T, h, w]; mask [B, T] (1 = conditioned frame); t [B];
         audio [B, T, A, Da]; text [B, N, Dt]; reference [B, R, D] -> velocity [B, C, T, h, w]."""
-        b, c, frames, h, w = x.shape
+        self._check(x, cond, mask, t, audio, text, reference)
+        b, _, frames, h, w = x.shape
         p = self.patch_size
         hp, wp = h // p, w // p
-        self._check(x, cond, mask, t, audio, text, reference, hp * wp)
 
         mask_channel = mask.to(x.dtype)[:, None, :, None, None].expand(b, 1, frames, h, w)
         video = self.patch_in(patchify(torch.cat([x, cond, mask_channel], dim=1), p))
-        seq = torch.cat([self.reference_in(reference), video], dim=1)
+        memory = self.reference_in(reference)
 
         positions = torch.cat([
             reference_positions(self.num_global_reference, hp, wp, self.reference_time, x.device),
@@ -64,18 +65,18 @@ class A2VDiT(nn.Module):
         text_ctx = self.text_in(text)
         audio_ctx = self.audio_in(audio)
 
-        prefix = reference.shape[1]
         for block in self.blocks:
-            seq = block(seq, emb, rope, text_ctx, frame_context=audio_ctx, prefix=prefix)
-        return unpatchify(self.head(seq[:, prefix:], emb), frames, hp, wp, p)
+            video = block(video, emb, rope, text_ctx, memory=memory, frame_context=audio_ctx)
+        return unpatchify(self.head(video, emb), frames, hp, wp, p)
 
     def _check(self, x: Tensor, cond: Tensor, mask: Tensor, t: Tensor, audio: Tensor,
-               text: Tensor, reference: Tensor, tokens_per_frame: int) -> None:
+               text: Tensor, reference: Tensor) -> None:
         if x.ndim != 5 or x.shape[1] != self.latent_channels:
             raise ValueError(f"x must be [B, {self.latent_channels}, T, h, w], got {tuple(x.shape)}")
         b, _, frames, h, w = x.shape
         if h % self.patch_size or w % self.patch_size:
             raise ValueError(f"latent size {h}x{w} is not divisible by patch size {self.patch_size}")
+        tokens_per_frame = (h // self.patch_size) * (w // self.patch_size)
         expected = {
             "cond": (cond.shape, tuple(x.shape)),
             "mask": (mask.shape, (b, frames)),

@@ -62,7 +62,8 @@ def _share(x: Tensor, batch: int) -> Tensor:
 
 
 class DiTBlock(nn.Module):
-    """adaLN block: self-attn (RoPE) -> cross-attn (context) -> [frame-local audio] -> MLP."""
+    """adaLN block: self-attn (RoPE, optional memory) -> cross-attn (context)
+    -> [frame-local audio cross-attn] -> MLP."""
 
     def __init__(self, dim: int, heads: int, mlp_ratio: float, *, frame_local: bool) -> None:
         super().__init__()
@@ -77,15 +78,19 @@ class DiTBlock(nn.Module):
         self.modulation = _modulation(dim, 6)
 
     def forward(self, x: Tensor, emb: Tensor, rope: Rope, context: Tensor, *,
-                cross_rope: tuple[Rope, Rope] | None = None,
-                frame_context: Tensor | None = None, prefix: int = 0) -> Tensor:
-        """x [B, P + T*L, D] (P prefix tokens, then T frames of L tokens); emb [B or 1, D];
-        context [B' , N, D] with B' dividing B (shared by consecutive rows);
-        frame_context [B, T, A, D]: the L tokens of frame t attend only to its A tokens."""
+                memory: Tensor | None = None, cross_rope: tuple[Rope, Rope] | None = None,
+                frame_context: Tensor | None = None) -> Tensor:
+        """x [B, T*L, D] (T frames of L tokens); emb [B or 1, D];
+        rope: table of the memory tokens then of x; context [B', N, D] with B' dividing B
+        (consecutive rows share one); memory [B, M, D]: keys/values prepended in
+        self-attention (reference tokens); frame_context [B, T, A, D]: the L tokens
+        of frame t cross-attend only to its A tokens."""
         mod = self.modulation(F.silu(emb)).unsqueeze(1).chunk(6, dim=-1)
         shift_a, scale_a, gate_a, shift_m, scale_m, gate_m = mod
 
-        x = x + gate_a * self.attn(_modulate(self.norm_attn(x), shift_a, scale_a), rope)
+        h = _modulate(self.norm_attn(x), shift_a, scale_a)
+        m = None if memory is None else _modulate(self.norm_attn(memory), shift_a, scale_a)
+        x = x + gate_a * self.attn(h, rope, m)
 
         q_rope, k_rope = cross_rope if cross_rope is not None else (None, None)
         kv = self.cross.kv(context, k_rope)
@@ -95,17 +100,17 @@ class DiTBlock(nn.Module):
         if self.local is not None:
             if frame_context is None:
                 raise ValueError("this block needs frame_context (per-frame audio tokens)")
-            x = torch.cat([x[:, :prefix], x[:, prefix:] + self._frame_local(x[:, prefix:], frame_context)], dim=1)
+            x = x + self._frame_local(x, frame_context)
 
         return x + gate_m * self.mlp(_modulate(self.norm_mlp(x), shift_m, scale_m))
 
-    def _frame_local(self, video: Tensor, frame_context: Tensor) -> Tensor:
+    def _frame_local(self, x: Tensor, frame_context: Tensor) -> Tensor:
         b, t, a, d = frame_context.shape
-        if video.shape[1] % t:
-            raise ValueError(f"{video.shape[1]} video tokens do not split into {t} frames")
-        frames = video.reshape(b * t, video.shape[1] // t, d)
+        if x.shape[1] % t:
+            raise ValueError(f"{x.shape[1]} video tokens do not split into {t} frames")
+        frames = x.reshape(b * t, x.shape[1] // t, d)
         kv = self.local.kv(frame_context.reshape(b * t, a, d))
-        return self.local(self.norm_local(frames), kv).reshape(video.shape)
+        return self.local(self.norm_local(frames), kv).reshape(x.shape)
 
 
 class FinalLayer(nn.Module):

@@ -62,7 +62,7 @@ class DiTConfig:
     dim: int = 128
     layers: int = 2
     heads: int = 4
-    mlp_ratio: float = 3.0
+    mlp_ratio: float = 2.0
     patch_size: int = 2
     freq_dim: int = 256
     rope_theta: float = 10000.0
@@ -125,7 +125,7 @@ class DemoConfig:
                           decoder_up_channels=8, groups=4),
             audio=AudioEncoderConfig(n_mels=16, conv_channels=16, dim=32, layers=1, heads=2),
             text=TextEncoderConfig(dim=32, layers=1, heads=2, max_length=16),
-            dit=DiTConfig(dim=32, layers=1, heads=2, mlp_ratio=2.0, freq_dim=32),
+            dit=DiTConfig(dim=32, layers=1, heads=2, freq_dim=32),
             sr=SRConfig(dim=32, layers=1, heads=2),
             reference=ReferenceEncoderConfig(layers=1, global_tokens=2),
         )
@@ -201,7 +201,8 @@ def _validate(cfg: DemoConfig) -> None:
     _check(cfg.reference.global_tokens >= 0 and cfg.reference.layers >= 0,
            "reference.global_tokens and reference.layers must be >= 0")
     v = cfg.vae
-    for name in ("encoder_channels", "decoder_channels", "decoder_up_channels"):
+    for name in ("encoder_channels", "decoder_channels"):
         _check(getattr(v, name) % v.groups == 0,
                f"vae.{name} ({getattr(v, name)}) must be a multiple of vae.groups ({v.groups})")
-    _check(v.latent_channels >= 1, "vae.latent_channels must be >= 1")
+    _check(min(v.latent_channels, v.decoder_up_channels) >= 1,
+           "vae.latent_channels and vae.decoder_up_channels must be >= 1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -25,7 +26,11 @@ def _attend(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
 
 
 class SelfAttention(nn.Module):
-    """Multi-head self-attention with QK RMS-norm (keeps logits tame) and optional RoPE."""
+    """Multi-head self-attention with QK RMS-norm (keeps logits tame) and optional RoPE.
+
+    Optional `memory` tokens are prepended to the keys/values only: they are
+    attended to with the same projections but not updated (cheaper than
+    carrying them through every layer as queries)."""
 
     def __init__(self, dim: int, heads: int) -> None:
         super().__init__()
@@ -35,9 +40,12 @@ class SelfAttention(nn.Module):
         self.k_norm = nn.RMSNorm(dim, eps=1e-6)
         self.out = nn.Linear(dim, dim)
 
-    def forward(self, x: Tensor, rope: Rope | None = None) -> Tensor:
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        q = _heads(self.q_norm(q), self.heads, rope)
+    def forward(self, x: Tensor, rope: Rope | None = None, memory: Tensor | None = None) -> Tensor:
+        """x [B, N, D]; memory [B, M, D] or None; rope covers the M memory then the N tokens."""
+        seq = x if memory is None else torch.cat([memory, x], dim=1)
+        q, k, v = self.qkv(seq).chunk(3, dim=-1)
+        start = seq.shape[1] - x.shape[1]
+        q = _heads(self.q_norm(q[:, start:]), self.heads, None if rope is None else rope[start:])
         k = _heads(self.k_norm(k), self.heads, rope)
         return self.out(_attend(q, k, _heads(v, self.heads, None)))
 

@@ -141,7 +141,8 @@ class CausalVAE(nn.Module):
         Decoding a sequence at once equals decoding it chunk by chunk while
         threading the returned cache through; cache=None starts a stream."""
         if latents.ndim != 5 or latents.shape[1] != self.latent_channels:
-            raise ValueError(f"latents must be [B, {self.latent_channels}, T, h, w], got {tuple(latents.shape)}")
+            raise ValueError(f"latents must be [B, {self.latent_channels}, T, h, w],"
+                             f" got {tuple(latents.shape)}")
         if cache is not None:
             _check_cache(cache, latents)
         b, _, t = latents.shape[:3]
