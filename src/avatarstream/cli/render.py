@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
             "steps": args.steps,
             "load_s": round(load_s, 4),
         },
+        late_fields={"stage_switches": pipeline.runtime.switch_summary},
     )
     observers = [recorder]
     trace = TraceWriter(args.trace) if args.trace else None

@@ -80,8 +80,6 @@ class Pipeline:
         contexts = [s.audio_context_frames() for s in self.stages] or [(0, 0)]
         self.audio_frames_before = max(c[0] for c in contexts)
         self.audio_frames_after = max(c[1] for c in contexts)
-        loop_order = self._by_phase["chunk"] + self._by_phase["final"]
-        self._next_stage = {s: loop_order[(i + 1) % len(loop_order)] for i, s in enumerate(loop_order)}
 
     @property
     def device(self) -> torch.device:
@@ -133,8 +131,9 @@ class _Run:
         for obs in self.observers:
             obs.on_start()
         self.session.values.update(reference_image=reference_image, prompt=prompt)
-        for stage in self.p._by_phase["init"]:
-            self._run_stage(stage, self.session.values)
+        stages = self.p._by_phase["init"]
+        for stage, upcoming in zip(stages, (*stages[1:], self.p._by_phase["chunk"][0]), strict=True):
+            self._run_stage(stage, self.session.values, upcoming)
         chunk = self.p.plan.first()
         next_publish = 0
         while True:
@@ -142,12 +141,11 @@ class _Run:
             if self.total_frames is not None and self.p.plan.is_past_end(chunk, self.total_frames):
                 break
             start_s = self.now()
-            latents = self._generate(chunk)
-            for piece in chunk.publishes:
-                clipped = piece.clipped(self.total_frames)
-                if clipped is not None:
-                    yield self._finalize(chunk, latents, clipped)
-                    next_publish = clipped.end
+            pieces = [p for p in (piece.clipped(self.total_frames) for piece in chunk.publishes) if p is not None]
+            latents = self._generate(chunk, publishes=bool(pieces))
+            for i, piece in enumerate(pieces):
+                yield self._finalize(chunk, latents, piece, more_follow=i + 1 < len(pieces))
+                next_publish = piece.end
             end = chunk.contributes[1] if self.total_frames is None else min(chunk.contributes[1], self.total_frames)
             timeline = (chunk.contributes[0], max(end, chunk.contributes[0]))
             for obs in self.observers:
@@ -174,26 +172,30 @@ class _Run:
                     f"give at least {1000 / self.p.fps / 2:.0f} ms of audio"
                 )
 
-    def _generate(self, chunk: Chunk) -> torch.Tensor:
+    def _generate(self, chunk: Chunk, *, publishes: bool) -> torch.Tensor:
         cond_frames = chunk.cond_frames
         conditioning = None if min(cond_frames, default=-1) < 0 else self.session.held.frames(cond_frames)
         step: dict[str, Any] = {"chunk": chunk, "audio": self.window, "conditioning": conditioning}
-        for stage in self.p._by_phase["chunk"]:
-            self._run_stage(stage, step, chunk=chunk)
+        stages = self.p._by_phase["chunk"]
+        after = self.p._by_phase["final" if publishes else "chunk"][0]  # a held-back N-chunk goes straight to the next chunk
+        for stage, upcoming in zip(stages, (*stages[1:], after), strict=True):
+            self._run_stage(stage, step, upcoming, chunk=chunk)
         latents = step["latents"]
         if chunk.kind == "N":
             self.session.held.put(chunk, latents)
         return latents
 
-    def _finalize(self, chunk: Chunk, latents: torch.Tensor, piece: Piece) -> MediaChunk:
+    def _finalize(self, chunk: Chunk, latents: torch.Tensor, piece: Piece, *, more_follow: bool) -> MediaChunk:
         source = latents if piece.source == (chunk.kind, chunk.index) else self.session.held.latents_of(piece.source)
         count = piece.end - piece.start
         step: dict[str, Any] = {
             "latents": source[:, :, piece.offset : piece.offset + count],
             "frames_range": (piece.start, piece.end),
         }
-        for stage in self.p._by_phase["final"]:
-            self._run_stage(stage, step, chunk=chunk, frames=(piece.start, piece.end))
+        stages = self.p._by_phase["final"]
+        after = stages[0] if more_follow else self.p._by_phase["chunk"][0]
+        for stage, upcoming in zip(stages, (*stages[1:], after), strict=True):
+            self._run_stage(stage, step, upcoming, chunk=chunk, frames=(piece.start, piece.end))
         frames = step["frames"]
         if frames.shape[0] != count:
             raise PipelineGraphError(f"final stages returned {frames.shape[0]} frames for a stretch of {count}")
@@ -210,17 +212,16 @@ class _Run:
         self.timeline.model_track.discard_before(first_needed * self.window.samples_per_frame)
         self.timeline.output_track.discard_before(first_needed * self.p.output_sample_rate // self.p.fps)
 
-    def _run_stage(self, stage: Stage, values: dict[str, Any], *, chunk: Chunk | None = None, frames: tuple[int, int] | None = None) -> None:
+    def _run_stage(
+        self, stage: Stage, values: dict[str, Any], upcoming: Stage, *, chunk: Chunk | None = None, frames: tuple[int, int] | None = None
+    ) -> None:
+        """Run one stage between the runtime's start/end calls; ``upcoming`` is what runs next."""
         runtime = self.p.runtime
-        modules = stage.modules()
         start_s = self.now()
-        runtime.acquire(modules)
-        nxt = self.p._next_stage.get(stage)
-        if nxt is not None:
-            runtime.prefetch(nxt.modules())
+        runtime.stage_starts(stage.name, stage.modules(), upcoming.modules())
         with torch.inference_mode():
             stage.run(StageContext(self.session, stage.name, values))
-        runtime.release(modules)
+        runtime.stage_ends(stage.name, stage.modules())
         synchronize(runtime.device)
         missing = [name for name in stage.writes if name not in values]
         if missing:

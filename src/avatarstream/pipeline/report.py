@@ -36,9 +36,15 @@ def peak_rss_bytes() -> int:
 class ReportRecorder(RunObserver):
     """Collects the figures of one run; ``summary()`` gives them, ``write()`` saves them as JSON."""
 
-    def __init__(self, peak_device_bytes: Callable[[], int | None] = lambda: None, extra: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        peak_device_bytes: Callable[[], int | None] = lambda: None,
+        extra: dict[str, Any] | None = None,
+        late_fields: dict[str, Callable[[], Any]] | None = None,
+    ) -> None:
         self._peak_device_bytes = peak_device_bytes
         self.extra = dict(extra or {})
+        self._late_fields = dict(late_fields or {})  # read when the summary is made (e.g. runtime counters)
         self.stage_seconds: dict[str, float] = defaultdict(float)
         self.ttff_s: float | None = None
         self.frames = 0
@@ -86,6 +92,7 @@ class ReportRecorder(RunObserver):
             "peak_device_bytes": self._peak_device_bytes(),
             "stage_seconds": {k: round(v, 6) for k, v in self.stage_seconds.items()},
             "num_chunks": self.num_chunks,
+            **{name: read() for name, read in self._late_fields.items()},
         }
 
     def write(self, path: str | os.PathLike) -> dict[str, Any]:
