@@ -63,13 +63,17 @@ class DemoFamily:
     @classmethod
     def load(cls, variant: str, weights_dir: str | Path | None, *, seed: int = 0) -> DemoFamily:
         if weights_dir is None:
-            config = DemoConfig.tiny() if variant == "tiny" else DemoConfig()
-            modules = {name: Module.build(name, lambda net=net: net(config), seed=seed + i) for i, (name, net) in enumerate(_NETWORKS.items())}
-            return cls(config, modules, f"random (seed {seed})")
+            return cls.random(DemoConfig.tiny() if variant == "tiny" else DemoConfig(), seed=seed)
         folder = Path(weights_dir)
         config = _read_config(folder)
         modules = {name: Module.build(name, lambda net=net: net(config), weights=folder / f"{name}.safetensors") for name, net in _NETWORKS.items()}
         return cls(config, modules, str(folder))
+
+    @classmethod
+    def random(cls, config: DemoConfig, *, seed: int = 0) -> DemoFamily:
+        """Every module from random weights drawn from ``seed`` (for benchmarks and before training)."""
+        modules = {name: Module.build(name, lambda net=net: net(config), seed=seed + i) for i, (name, net) in enumerate(_NETWORKS.items())}
+        return cls(config, modules, f"random (seed {seed})")
 
     def save(self, folder: str | Path) -> None:
         folder = Path(folder)
@@ -87,6 +91,7 @@ class DemoFamily:
         steps: int = DEFAULT_STEPS,
         shift: float = DEFAULT_SHIFT,
         residency: dict[str, str] | None = None,
+        overlap: bool = False,
     ) -> Pipeline:
         cfg, m = self.config, self.modules
         plan = ChunkPlan(chunk_frames, interp_frames, MOTION_FRAMES)
@@ -104,7 +109,7 @@ class DemoFamily:
             DecodeStage(m["vae"]),
         ]
         runtime = Runtime(device, residency)
-        return Pipeline(stages, plan, runtime, fps=cfg.fps, model_sample_rate=cfg.sample_rate)
+        return Pipeline(stages, plan, runtime, fps=cfg.fps, model_sample_rate=cfg.sample_rate, overlap=overlap)
 
 
 def _read_config(folder: Path) -> DemoConfig:

@@ -11,7 +11,7 @@ makes the loop wait.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ import torch
 from avatarstream.errors import InputError, PipelineGraphError
 from avatarstream.pipeline.aio import astream
 from avatarstream.pipeline.chunks import Chunk, ChunkPlan, Piece
+from avatarstream.pipeline.overlap import FinalizeWorker
 from avatarstream.pipeline.observer import ChunkDone, RunObserver, StageSpan
 from avatarstream.pipeline.stage import PHASES, Phase, Stage
 from avatarstream.pipeline.state import SessionState, StageContext
@@ -65,6 +66,7 @@ class Pipeline:
         model_sample_rate: int,
         output_sample_rate: int = 48000,
         output_channels: int = 2,
+        overlap: bool = False,
     ) -> None:
         if model_sample_rate % fps:
             raise PipelineGraphError(f"model sample rate {model_sample_rate} is not a whole number of samples per frame at {fps} fps")
@@ -75,6 +77,7 @@ class Pipeline:
         self.model_sample_rate = model_sample_rate
         self.output_sample_rate = output_sample_rate
         self.output_channels = output_channels
+        self.overlap = overlap  # finish chunk k on a worker while chunk k+1 generates
         self._by_phase = {phase: tuple(s for s in self.stages if s.phase == phase) for phase in PHASES}
         validate_graph(self.stages)
         contexts = [s.audio_context_frames() for s in self.stages] or [(0, 0)]
@@ -134,6 +137,16 @@ class _Run:
         stages = self.p._by_phase["init"]
         for stage, upcoming in zip(stages, (*stages[1:], self.p._by_phase["chunk"][0]), strict=True):
             self._run_stage(stage, self.session.values, upcoming)
+        worker = FinalizeWorker(self.p.device) if self.p.overlap else None
+        try:
+            yield from self._chunk_loop(worker)
+        finally:
+            if worker is not None:
+                worker.close()
+        for obs in self.observers:
+            obs.on_end(self.total_frames or 0, self.timeline.duration_s, self.now())
+
+    def _chunk_loop(self, worker: FinalizeWorker | None) -> Iterator[MediaChunk]:
         chunk = self.p.plan.first()
         next_publish = 0
         while True:
@@ -144,7 +157,14 @@ class _Run:
             pieces = [p for p in (piece.clipped(self.total_frames) for piece in chunk.publishes) if p is not None]
             latents = self._generate(chunk, publishes=bool(pieces))
             for i, piece in enumerate(pieces):
-                yield self._finalize(chunk, latents, piece, more_follow=i + 1 < len(pieces))
+                finish = self._finisher(chunk, latents, piece, more_follow=i + 1 < len(pieces))
+                if worker is None:
+                    yield self._emit(finish())
+                else:
+                    worker.submit(finish)
+                    # the very first frames are waited for: time to first frame beats overlap
+                    for media in worker.drain() if next_publish == 0 else worker.ready(block=True):
+                        yield self._emit(media)
                 next_publish = piece.end
             end = chunk.contributes[1] if self.total_frames is None else min(chunk.contributes[1], self.total_frames)
             timeline = (chunk.contributes[0], max(end, chunk.contributes[0]))
@@ -152,8 +172,9 @@ class _Run:
                 obs.on_chunk(ChunkDone(chunk, timeline, start_s, self.now()))
             chunk = self.p.plan.next_after(chunk)
             self._discard_audio(chunk, next_publish)
-        for obs in self.observers:
-            obs.on_end(self.total_frames or 0, self.timeline.duration_s, self.now())
+        if worker is not None:
+            for media in worker.drain():
+                yield self._emit(media)
 
     def _wait_for_audio(self, chunk: Chunk) -> None:
         """Pull audio until the chunk's window (plus look-ahead) is readable or the stream ends."""
@@ -185,25 +206,33 @@ class _Run:
             self.session.held.put(chunk, latents)
         return latents
 
-    def _finalize(self, chunk: Chunk, latents: torch.Tensor, piece: Piece, *, more_follow: bool) -> MediaChunk:
+    def _finisher(self, chunk: Chunk, latents: torch.Tensor, piece: Piece, *, more_follow: bool) -> Callable[[], MediaChunk]:
+        """Bind everything the final stages need now, so they can run later on another thread."""
         source = latents if piece.source == (chunk.kind, chunk.index) else self.session.held.latents_of(piece.source)
         count = piece.end - piece.start
         step: dict[str, Any] = {
             "latents": source[:, :, piece.offset : piece.offset + count],
             "frames_range": (piece.start, piece.end),
         }
-        stages = self.p._by_phase["final"]
-        after = stages[0] if more_follow else self.p._by_phase["chunk"][0]
-        for stage, upcoming in zip(stages, (*stages[1:], after), strict=True):
-            self._run_stage(stage, step, upcoming, chunk=chunk, frames=(piece.start, piece.end))
-        frames = step["frames"]
-        if frames.shape[0] != count:
-            raise PipelineGraphError(f"final stages returned {frames.shape[0]} frames for a stretch of {count}")
         rate, fps = self.p.output_sample_rate, self.p.fps
         audio = self.timeline.output_track.read(piece.start * rate // fps, piece.end * rate // fps)
+        stages = self.p._by_phase["final"]
+        after = stages[0] if more_follow else self.p._by_phase["chunk"][0]
+
+        def finish() -> MediaChunk:
+            for stage, upcoming in zip(stages, (*stages[1:], after), strict=True):
+                self._run_stage(stage, step, upcoming, chunk=chunk, frames=(piece.start, piece.end))
+            frames = step["frames"]
+            if frames.shape[0] != count:
+                raise PipelineGraphError(f"final stages returned {frames.shape[0]} frames for a stretch of {count}")
+            return MediaChunk(piece.start, frames, audio)
+
+        return finish
+
+    def _emit(self, media: MediaChunk) -> MediaChunk:
         for obs in self.observers:
-            obs.on_frames(piece.start, count, self.now())
-        return MediaChunk(piece.start, frames, audio)
+            obs.on_frames(media.first_frame, media.num_frames, self.now())
+        return media
 
     def _discard_audio(self, next_chunk: Chunk, next_publish: int) -> None:
         """Drop audio that neither the next chunk's context nor pending output needs."""

@@ -1,0 +1,1 @@
+"""Benchmark scenarios behind ``avatarstream bench`` (JSON results plus PNG plots)."""

@@ -1,0 +1,58 @@
+"""One measured run of the pipeline: the render report's figures plus per-chunk records."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.pipeline.report import ReportRecorder
+from avatarstream.publish import BackgroundEncoder, EncoderSettings, Mp4Writer
+from avatarstream.runtime.devices import peak_device_bytes
+from avatarstream.sources.pcm import PcmBlock
+
+
+def measure(
+    pipeline: Pipeline,
+    reference: np.ndarray,
+    audio: Iterable[PcmBlock],
+    *,
+    encode_to: Path | None = None,
+    keep_frames: bool = False,
+) -> dict[str, Any]:
+    """Run once; with ``encode_to`` the frames are encoded to an MP4 there, as ``render`` does.
+
+    Returns the report (summary and ``chunks``); with ``keep_frames`` also the
+    frames, for equality checks on short runs.
+    """
+    recorder = ReportRecorder(lambda: peak_device_bytes(pipeline.device), late_fields={"stage_switches": pipeline.runtime.switch_summary})
+    frames: list[np.ndarray] = []
+    height = width = reference.shape[0]
+    try:
+        stream = pipeline.stream(audio, reference, observers=[recorder])
+        if encode_to is None:
+            for media in stream:
+                if keep_frames:
+                    frames.append(media.frames)
+        else:
+            settings = EncoderSettings(width=width, height=height, fps=pipeline.fps)
+            with BackgroundEncoder(Mp4Writer(encode_to, settings)) as encoder:
+                for media in stream:
+                    encoder.submit(media)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "report.json"
+            recorder.write(path)
+            report = json.loads(path.read_text())
+    finally:
+        recorder.close()
+    if keep_frames:
+        report["frames_array"] = np.concatenate(frames) if frames else np.zeros((0, height, width, 3), np.uint8)
+    if pipeline.device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(pipeline.device)
+    return report

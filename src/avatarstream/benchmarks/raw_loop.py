@@ -1,0 +1,74 @@
+"""The baseline: the demo family's models called in a plain hand-written loop.
+
+No stages, runtime, observers or audio timeline: just the chunk geometry and
+the model calls, on audio already in memory. The framework's overhead is the
+pipeline's time over this loop's, measured in the same run; the frames must
+match the pipeline's bit for bit, which proves both did the same work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from avatarstream.families.demo import MOTION_FRAMES, DemoFamily
+from avatarstream.models.demo import FlowMatchEuler
+from avatarstream.pipeline.chunks import ChunkPlan
+from avatarstream.stages.decode import video_to_frames
+from avatarstream.stages.reference import image_to_video_tensor
+from avatarstream.stages.seeding import seeded_noise
+
+
+@torch.inference_mode()
+def raw_frames(
+    family: DemoFamily, reference_image: np.ndarray, samples: np.ndarray, *, chunk_frames: int, interp_frames: int, steps: int, shift: float, seed: int = 0
+) -> Iterator[np.ndarray]:
+    cfg = family.config
+    net = {name: module.network for name, module in family.modules.items()}
+    device = next(net["a2v_dit"].parameters()).device
+    spf, total = cfg.samples_per_frame, round(len(samples) / cfg.sample_rate * cfg.fps)
+    sampler = FlowMatchEuler(steps, shift)
+
+    full = image_to_video_tensor(reference_image, device)
+    base = F.interpolate(full[:, :, 0], size=(cfg.base_size, cfg.base_size), mode="area")[:, :, None]
+    ref_full, ref_base = net["vae"].encode(full)[:, :, 0], net["vae"].encode(base)[:, :, 0]
+    ref_tokens = net["reference_encoder"](ref_base)
+    text = net["text_encoder"](net["text_encoder"].tokenize("").to(device))
+    before, after = net["audio_encoder"].frames_before, net["audio_encoder"].frames_after
+    n_latents: dict[int, tuple[int, torch.Tensor]] = {}
+    cache = None
+
+    def timeline_frame(f: int) -> torch.Tensor:
+        start, lat = next(v for v in n_latents.values() if 0 <= f - v[0] - MOTION_FRAMES < v[1].shape[2] - MOTION_FRAMES)
+        return lat[:, :, f - start : f - start + 1]
+
+    for chunk in ChunkPlan(chunk_frames, interp_frames, MOTION_FRAMES).schedule(total):
+        lo, hi = (chunk.window_start - before) * spf, (chunk.window_end + after) * spf
+        window = np.zeros(hi - lo, np.float32)
+        window[max(-lo, 0) : max(-lo, 0) + len(samples[max(lo, 0) : max(hi, 0)])] = samples[max(lo, 0) : max(hi, 0)]
+        audio = net["audio_encoder"](torch.from_numpy(window)[None].to(device))
+        noise = seeded_noise((1, cfg.vae.latent_channels, chunk.window_frames, cfg.base_latent_size, cfg.base_latent_size), device, seed, "chunk", chunk.kind, chunk.index)
+        positions = list(chunk.cond_positions)
+        cond, mask = torch.zeros_like(noise), torch.zeros(1, chunk.window_frames, device=device)
+        if chunk.kind == "N" and chunk.index == 0:
+            cond[:, :, positions] = ref_base[:, :, None].expand(-1, -1, len(positions), -1, -1)
+        else:
+            cond[:, :, positions] = torch.cat([timeline_frame(f) for f in chunk.cond_frames], dim=2)
+        mask[:, positions] = 1.0
+        latents = sampler.sample(lambda x, t: net["a2v_dit"](x, cond, mask, t, audio, text, ref_tokens), noise)
+        latents[:, :, positions] = cond[:, :, positions]
+        if chunk.kind == "N":
+            n_latents[chunk.index] = (chunk.window_start, latents)
+            n_latents.pop(chunk.index - 2, None)
+        for piece in chunk.publishes:
+            clipped = piece.clipped(total)
+            if clipped is None:
+                continue
+            source = latents if piece.source == (chunk.kind, chunk.index) else n_latents[piece.source[1]][1]
+            low = source[:, :, clipped.offset : clipped.offset + clipped.end - clipped.start]
+            sr_noise = torch.cat([seeded_noise((1, *ref_full.shape[1:2], 1, *ref_full.shape[2:]), device, seed, "sr", f) for f in range(clipped.start, clipped.end)], dim=2)
+            video, cache = net["vae"].decode(net["sr_dit"](low, ref_full, sr_noise), cache)
+            yield video_to_frames(video).numpy()

@@ -1,0 +1,194 @@
+"""Named benchmark scenarios. Each returns a JSON-able dict; plots go next to it."""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from avatarstream.benchmarks import plots
+from avatarstream.benchmarks.audio import looped, looped_array
+from avatarstream.benchmarks.context import BenchContext
+from avatarstream.benchmarks.raw_loop import raw_frames
+from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS
+from avatarstream.errors import InputError
+from avatarstream.models.demo import DemoConfig
+
+SPEED_KEYS = ("ttff_s", "fps_out", "realtime_factor", "wall_s", "frames", "duration_s")
+
+
+def _speed(report: dict[str, Any]) -> dict[str, Any]:
+    return {k: report[k] for k in SPEED_KEYS}
+
+
+def _median_run(ctx: BenchContext, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median real-time factor, plus the spread of all runs."""
+    ordered = sorted(runs, key=lambda r: r["realtime_factor"])
+    median = dict(ordered[len(ordered) // 2])
+    median["realtime_factor_all"] = [round(r["realtime_factor"], 3) for r in runs]
+    median["ttff_s_all"] = [round(r["ttff_s"], 4) for r in runs]
+    return median
+
+
+def speed(ctx: BenchContext) -> dict[str, Any]:
+    """Time to first frame, fps and real-time factor of ``render`` (encoding included)."""
+    family, load_s = ctx.family()
+    runs = [ctx.run(family) for _ in range(ctx.repeats)]
+    best = _median_run(ctx, runs)
+    result = {**_speed(best), "load_s": load_s, "realtime_factor_all": best["realtime_factor_all"], "ttff_s_all": best["ttff_s_all"],
+              "stage_seconds": best["stage_seconds"], "peak_rss_bytes": best["peak_rss_bytes"], "peak_device_bytes": best["peak_device_bytes"],
+              "stage_switches": best["stage_switches"]}
+    result["stage_ms_per_chunk"] = _stage_ms_per_chunk(best)
+    plots.stage_bars(ctx.out_dir / "speed-stages.png", result["stage_ms_per_chunk"], "time per stage per executed chunk")
+    return result
+
+
+def _stage_ms_per_chunk(report: dict[str, Any]) -> dict[str, float]:
+    chunks = max(len(report["chunks"]), 1)
+    return {stage: round(1e3 * seconds / chunks, 3) for stage, seconds in report["stage_seconds"].items()}
+
+
+def resolution(ctx: BenchContext) -> dict[str, Any]:
+    """fps and real-time factor against output resolution (same model widths, larger latents)."""
+    base = ctx.config
+    sizes = [base.image_size // 2, base.image_size, base.image_size * 3 // 2]
+    rows = []
+    for size in sizes:
+        family, _ = ctx.family(dataclasses.replace(base, image_size=size, base_size=size // 2))
+        report = _median_run(ctx, [ctx.run(family) for _ in range(ctx.repeats)])
+        rows.append({"resolution": size, **_speed(report)})
+    plots.lines(ctx.out_dir / "resolution.png", [r["resolution"] for r in rows],
+                {"fps": [r["fps_out"] for r in rows], "real-time factor": [r["realtime_factor"] for r in rows]},
+                xlabel="output resolution (square, px)", title="speed against resolution")
+    return {"rows": rows}
+
+
+def overhead(ctx: BenchContext) -> dict[str, Any]:
+    """Framework overhead: the pipeline against the same models in a plain loop, interleaved, no encoding."""
+    family, _ = ctx.family()
+    cfg = family.config
+    samples = looped_array(ctx.speech(cfg.sample_rate), cfg.sample_rate, ctx.seconds)
+    reference = ctx.reference(cfg.image_size)
+    options = {"chunk_frames": DEFAULT_CHUNK_FRAMES, "interp_frames": DEFAULT_INTERP_FRAMES, "steps": DEFAULT_STEPS, "shift": DEFAULT_SHIFT}
+    pipe_s, raw_s, loop_pct, identical = [], [], [], True
+    for _ in range(ctx.repeats):
+        report = ctx.run(family, encode=False, keep_frames=True, **options)
+        pipe_s.append(report["wall_s"])
+        loop_pct.append(100 * (report["wall_s"] - sum(report["stage_seconds"].values())) / report["wall_s"])
+        start = time.perf_counter()
+        raw = np.concatenate(list(raw_frames(family, reference, samples, **options)))
+        raw_s.append(time.perf_counter() - start)
+        identical &= bool(np.array_equal(raw, report["frames_array"]))
+    pipe, raw_t = statistics.median(pipe_s), statistics.median(raw_s)
+    return {
+        "pipeline_s": pipe, "raw_loop_s": raw_t, "pipeline_s_all": pipe_s, "raw_loop_s_all": raw_s,
+        "overhead_pct": 100 * (pipe - raw_t) / pipe,
+        "loop_outside_stages_pct": statistics.median(loop_pct),
+        "identical_frames": identical,
+    }
+
+
+def memory(ctx: BenchContext) -> dict[str, Any]:
+    """RSS (and device memory) per chunk over a long session: it must draw a flat line."""
+    family, _ = ctx.family()
+    seconds = ctx.minutes * 60
+    report = ctx.run(family, seconds)
+    times = np.array([c["timeline"][1] for c in report["chunks"]]) / family.config.fps
+    rss = np.array([c["rss_bytes"] for c in report["chunks"]], dtype=np.float64)
+    window = min(300.0, seconds / 6)
+    first, last = rss[times <= window].max(), rss[times >= seconds - window].max()
+    plots.lines(ctx.out_dir / "memory.png", list(times / 60), {"RSS (MiB)": list(rss / 2**20)},
+                xlabel="session time (min)", title=f"resident memory per chunk over {ctx.minutes:g} min")
+    return {**_speed(report), "session_minutes": ctx.minutes, "window_s": window,
+            "peak_rss_first_window_bytes": int(first), "peak_rss_last_window_bytes": int(last),
+            "last_over_first": last / first, "peak_device_bytes": report["peak_device_bytes"]}
+
+
+def _compare(ctx: BenchContext, variants: dict[str, dict[str, Any]], check_identical: bool) -> dict[str, Any]:
+    """The same family and audio under several pipeline options, runs interleaved."""
+    family, _ = ctx.family()
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
+    for _ in range(ctx.repeats):
+        for name, options in variants.items():
+            runs[name].append(ctx.run(family, keep_frames=check_identical, **options))
+    result = {name: _speed(_median_run(ctx, r)) | {"realtime_factor_all": [round(x["realtime_factor"], 3) for x in r]} for name, r in runs.items()}
+    if check_identical:
+        first = [r[0]["frames_array"] for r in runs.values()]
+        result["identical_frames"] = all(np.array_equal(first[0], f) for f in first[1:])
+    return result
+
+
+def interpolation(ctx: BenchContext) -> dict[str, Any]:
+    """What I-chunks cost: the same audio with and without them."""
+    result = _compare(ctx, {"with_i_chunks": {}, "without_i_chunks": {"interp_frames": 0}}, check_identical=False)
+    result["i_chunk_cost_pct"] = 100 * (result["with_i_chunks"]["wall_s"] / result["without_i_chunks"]["wall_s"] - 1)
+    return result
+
+
+def overlap(ctx: BenchContext) -> dict[str, Any]:
+    """Finishing chunk k while chunk k+1 generates, against strictly sequential execution."""
+    return _compare(ctx, {"sequential": {"overlap": False}, "overlapped": {"overlap": True}}, check_identical=True)
+
+
+def compiled(ctx: BenchContext) -> dict[str, Any]:
+    """torch.compile of the DiT blocks, with and without (compile time reported separately)."""
+    family, _ = ctx.family()
+    plain = _median_run(ctx, [ctx.run(family) for _ in range(ctx.repeats)])
+    start = time.perf_counter()
+    for name in ("a2v_dit", "sr_dit"):
+        for block in family.modules[name].network.blocks:
+            block.compile()
+    ctx.run(family, seconds=2.0)  # triggers compilation for the chunk shapes
+    compile_s = time.perf_counter() - start
+    fast = _median_run(ctx, [ctx.run(family) for _ in range(ctx.repeats)])
+    return {"eager": _speed(plain), "compiled": _speed(fast), "compile_s": compile_s,
+            "speedup": fast["realtime_factor"] / plain["realtime_factor"]}
+
+
+SCENARIOS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
+    "speed": speed,
+    "resolution": resolution,
+    "overhead": overhead,
+    "memory": memory,
+    "interpolation": interpolation,
+    "overlap": overlap,
+    "compile": compiled,
+}
+
+
+def production_config() -> DemoConfig:
+    """A production-sized configuration: a ~1.4 B-parameter base DiT (Wan2.1-1.3B width, 24 blocks).
+
+    Square frames (the demo family is square): 736x736 output (0.54 MP; 720p
+    is 0.92 MP), base DiT at 368x368, i.e. a 46x46 latent lifted from 23x23.
+    """
+    base = DemoConfig()
+    return dataclasses.replace(
+        base,
+        image_size=736,
+        base_size=368,
+        vae=dataclasses.replace(base.vae, encoder_channels=128, decoder_channels=256, decoder_up_channels=64),
+        audio=dataclasses.replace(base.audio, dim=768, conv_channels=512, heads=12, layers=2),
+        text=dataclasses.replace(base.text, dim=768, heads=12, layers=2),
+        dit=dataclasses.replace(base.dit, dim=1536, layers=24, heads=12, mlp_ratio=3.0),
+        sr=dataclasses.replace(base.sr, dim=512, layers=8, heads=8, mlp_ratio=4.0),
+    )
+
+
+def gpu(ctx: BenchContext) -> dict[str, Any]:
+    """Production-size speed on one GPU (random weights): time to first frame and fps."""
+    if ctx.device.type != "cuda":
+        raise InputError("the gpu scenario needs a CUDA device; run it with --device cuda on a GPU machine")
+    family, load_s = ctx.family(production_config())
+    runs = [ctx.run(family) for _ in range(ctx.repeats)]
+    best = _median_run(ctx, runs)
+    params = {name: module.num_parameters for name, module in family.modules.items()}
+    return {**_speed(best), "load_s": load_s, "parameters": params, "resolution": family.config.image_size,
+            "stage_ms_per_chunk": _stage_ms_per_chunk(best), "peak_device_bytes": best["peak_device_bytes"]}
+
+
+SCENARIOS["gpu"] = gpu

@@ -1,0 +1,64 @@
+"""``avatarstream bench``: named scenarios, JSON results and PNG plots."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from avatarstream.benchmarks.context import BenchContext
+from avatarstream.benchmarks.scenarios import SCENARIOS
+from avatarstream.errors import InputError
+from avatarstream.runtime.devices import DEVICE_CHOICES, resolve_device
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    p = commands.add_parser(
+        "bench",
+        help="measure time to first frame, fps, real-time factor, per-stage time, overhead and memory",
+        description=(
+            "Run benchmark scenarios and write one JSON per scenario plus PNG plots. Scenarios: "
+            + "; ".join(f"{name}: {fn.__doc__.splitlines()[0]}" for name, fn in SCENARIOS.items())
+        ),
+        epilog="example: avatarstream bench --scenario speed --scenario overhead --out bench/results/today",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="scenario to run (repeatable; default: speed)")
+    p.add_argument("--model", default="demo", choices=["demo", "demo-tiny"], help="model size (random weights: speed does not depend on them)")
+    p.add_argument("--device", default="auto", help=f"{', '.join(DEVICE_CHOICES)} or cuda:N")
+    p.add_argument("--seconds", type=float, default=30.0, help="audio length of each measured run")
+    p.add_argument("--minutes", type=float, default=30.0, help="session length of the memory scenario")
+    p.add_argument("--repeats", type=int, default=3, help="runs per measurement (the median is reported)")
+    p.add_argument("--out", type=Path, default=Path("bench/results/latest"), help="folder for JSON and PNG results")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.seconds <= 0 or args.minutes <= 0 or args.repeats < 1:
+        raise InputError("--seconds and --minutes must be positive and --repeats at least 1")
+    device = resolve_device(args.device)
+    args.out.mkdir(parents=True, exist_ok=True)
+    ctx = BenchContext(args.model, device, args.seconds, args.repeats, args.out, minutes=args.minutes)
+    machine = {
+        "date": datetime.date.today().isoformat(),
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
+        "torch": torch.__version__,
+        "model": args.model,
+    }
+    for name in tqdm(args.scenario or ["speed"], desc="bench", unit="scenario"):
+        result = {"scenario": name, **machine, "seconds": args.seconds, "repeats": args.repeats, **SCENARIOS[name](ctx)}
+        path = args.out / f"{name}.json"
+        path.write_text(json.dumps(result, indent=2, default=float))
+        tqdm.write(f"{name}: {_headline(result)} -> {path}")
+    return 0
+
+
+def _headline(result: dict) -> str:
+    keys = ("ttff_s", "realtime_factor", "fps_out", "overhead_pct", "last_over_first", "i_chunk_cost_pct", "speedup", "identical_frames")
+    shown = {k: result[k] for k in keys if k in result}
+    return ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()) or "done"
