@@ -125,3 +125,14 @@ def test_async_consumer_can_stop_early(pipeline, reference) -> None:
 def test_empty_stream_is_a_clear_error(pipeline, reference) -> None:
     with pytest.raises(InputError, match="too short to make a single frame"):
         list(pipeline.stream(iter([]), reference))
+
+
+def test_overlapped_execution_gives_identical_frames(reference) -> None:
+    family = load_family("demo-tiny")
+    samples = speechy(2.0)
+    sequential = family.pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=2, overlap=False)
+    overlapped = family.pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=2, overlap=True)
+    a = list(sequential.stream(iter(pieces(samples, 7)), reference, seed=9))
+    b = list(overlapped.stream(iter(pieces(samples, 7)), reference, seed=9))
+    assert [c.first_frame for c in a] == [c.first_frame for c in b]
+    np.testing.assert_array_equal(frames_of(a), frames_of(b))
