@@ -2,7 +2,9 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+PIP := $(BIN)/pip install --quiet -c requirements/lock.txt
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.test-deps
 
 .PHONY: demo test install clean
 
@@ -11,15 +13,21 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	$(BIN)/pip install --quiet --upgrade pip
 	# the CPU wheel of torch; a plain `torch` would pull a multi-GB CUDA build
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -c requirements/lock.txt -e '.[dev]'
+	$(PIP) -e '.[dev]'
 	touch $(STAMP)
+
+# what only the tests need: Debian packages (GStreamer, nginx-rtmp, chromium) and the GStreamer backend
+$(TEST_STAMP): $(STAMP) scripts/system-deps.sh
+	bash scripts/system-deps.sh
+	$(PIP) -e '.[dev,gstreamer]'
+	touch $(TEST_STAMP)
 
 install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/avatarstream render --out out/demo.mp4 --report out/demo-report.json --trace out/demo-trace.json
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/pytest -q
 
 clean:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import sys
 import time
 from importlib import resources
 from pathlib import Path
@@ -14,7 +16,8 @@ from avatarstream.families import VARIANTS, load_family
 from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS
 from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.pipeline.trace import TraceWriter
-from avatarstream.publish import BackgroundEncoder, EncoderSettings, Mp4Writer
+from avatarstream.publish import EncoderSettings
+from avatarstream.publish.options import add_output_arguments, open_publisher
 from avatarstream.runtime.devices import DEVICE_CHOICES, peak_device_bytes, resolve_device
 from avatarstream.sources.audio_file import open_audio_file
 from avatarstream.sources.reference import load_reference_image
@@ -37,7 +40,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--audio", type=Path, help="driving audio: WAV, MP3, FLAC or OGG, any rate, mono or stereo (default: bundled speech)")
     p.add_argument("--reference", type=Path, help="reference image, PNG or JPEG of any size; centre-cropped (default: bundled avatar)")
     p.add_argument("--prompt", default="", help="text / scene conditioning")
-    p.add_argument("--out", type=Path, default=Path("out/avatar.mp4"), help="output MP4 (H.264 + AAC)")
+    p.add_argument("--out", type=Path, default=Path("out/avatar.mp4"), help="output MP4 (H.264 + AAC); '-' for none when other outputs are given")
     p.add_argument("--report", type=Path, help="write a JSON report: time to first frame, fps, real-time factor, per-stage and per-chunk figures, memory")
     p.add_argument("--trace", type=Path, help="write a Chrome trace-event JSON (open in Perfetto) with one span per stage per chunk")
     p.add_argument("--device", default="auto", help=f"where to run: {', '.join(DEVICE_CHOICES)} or cuda:N")
@@ -49,6 +52,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default="demo", choices=sorted(VARIANTS), help="model family / size")
     p.add_argument("--weights", type=Path, help="local folder with config.json and one .safetensors per module (default: the family's own)")
     p.add_argument("--preset", default="veryfast", help="x264 speed preset")
+    p.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True, help="finish chunk k (SR, decode) while chunk k+1 generates")
+    add_output_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(run=run)
 
@@ -62,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
 
     load_start = time.perf_counter()
     family = load_family(args.model, args.weights)
-    pipeline = family.pipeline(device, chunk_frames=args.chunk_frames, interp_frames=args.interp_frames, steps=args.steps, shift=args.shift)
+    pipeline = family.pipeline(
+        device, chunk_frames=args.chunk_frames, interp_frames=args.interp_frames, steps=args.steps, shift=args.shift, overlap=args.overlap
+    )
     pipeline.prepare()
     load_s = time.perf_counter() - load_start
 
@@ -91,21 +98,27 @@ def run(args: argparse.Namespace) -> int:
     trace = TraceWriter(args.trace) if args.trace else None
     if trace is not None:
         observers.append(trace)
-    writer = Mp4Writer(args.out, settings)
+    if str(args.out) == "-":
+        args.out = None
+    publisher = open_publisher(args, settings)
     estimate = audio.duration_s * cfg.fps if audio.duration_s else None
     try:
-        with BackgroundEncoder(writer) as encoder, tqdm(total=round(estimate) if estimate else None, unit="frame", disable=args.no_progress, desc="render") as bar:
+        with publisher, tqdm(total=round(estimate) if estimate else None, unit="frame", disable=args.no_progress, desc="render") as bar:
             for media in pipeline.stream(audio, reference, args.prompt, seed=args.seed, observers=observers):
-                encoder.submit(media)
+                publisher.submit(media)
                 bar.update(media.num_frames)
     finally:
         audio.close()
         if trace is not None:
             trace.close()
+        recorder.extra["outputs"] = [dataclasses.asdict(r) for r in publisher.reports]
         summary = recorder.write(args.report) if args.report else recorder.summary()
         recorder.close()
+        for report in publisher.reports:
+            if not report.complete:
+                print(f"warning: output {report.name} did not deliver everything: {report.packets_dropped} packets dropped; {'; '.join(report.errors[-3:])}", file=sys.stderr)
     print(
-        f"wrote {args.out}: {summary['frames']} frames ({summary['duration_s']:.2f} s) | "
+        f"done{f' -> {args.out}' if args.out else ''}: {summary['frames']} frames ({summary['duration_s']:.2f} s) | "
         f"time to first frame {summary['ttff_s']:.3f} s | real-time factor {summary['realtime_factor']:.2f}x | "
         f"{summary['fps_out']:.1f} fps | model load {load_s:.2f} s | peak RSS {summary['peak_rss_bytes'] / 2**20:.0f} MiB"
     )

@@ -1,8 +1,39 @@
-"""Encoders and sinks: frames + audio in, playable bytes out (no torch here)."""
+"""Encoders and sinks: frames + audio in, playable bytes out (no torch here).
+
+The live preview (``avatarstream.publish.preview``) is imported on demand: it
+loads aiortc.
+"""
 
 from avatarstream.publish.background import BackgroundEncoder, ChunkWriter
+from avatarstream.publish.encoders import BACKENDS, Encoder, create_encoder
 from avatarstream.publish.media import MediaChunk
 from avatarstream.publish.mp4_writer import Mp4Writer
+from avatarstream.publish.options import add_output_arguments, open_publisher
+from avatarstream.publish.packets import EncodedPacket, StreamInfo
+from avatarstream.publish.publisher import Publisher
+from avatarstream.publish.runner import Backoff
 from avatarstream.publish.settings import EncoderSettings
+from avatarstream.publish.sink import Sink, SinkReport
+from avatarstream.publish.sinks import HlsSink, Mp4FileSink, RtmpSink
 
-__all__ = ["BackgroundEncoder", "ChunkWriter", "EncoderSettings", "MediaChunk", "Mp4Writer"]
+__all__ = [
+    "BACKENDS",
+    "Backoff",
+    "BackgroundEncoder",
+    "ChunkWriter",
+    "EncodedPacket",
+    "Encoder",
+    "EncoderSettings",
+    "HlsSink",
+    "MediaChunk",
+    "Mp4FileSink",
+    "Mp4Writer",
+    "Publisher",
+    "RtmpSink",
+    "Sink",
+    "SinkReport",
+    "StreamInfo",
+    "add_output_arguments",
+    "create_encoder",
+    "open_publisher",
+]

@@ -18,11 +18,26 @@ class SinkReport:
     retries: int = 0
     errors: list[str] = field(default_factory=list)
 
+    @property
+    def complete(self) -> bool:
+        """Everything was delivered: nothing dropped, nothing failed."""
+        return not self.packets_dropped and not self.errors
+
 
 class Sink(ABC):
-    """An output. ``open`` once, ``write`` packets in decode order, ``close`` to finalize."""
+    """An output. ``open`` once, ``write`` packets in decode order, ``close`` to finalize.
+
+    The publisher runs each sink on its own thread. ``lossless`` sinks (files)
+    are never skipped: a full queue makes the publisher wait. Other sinks
+    lose packets, up to the next keyframe, rather than hold anyone up; when
+    ``reconnect`` is set, a sink whose ``open`` or ``write`` raised is closed
+    and opened again with backoff, at a keyframe. ``close`` reports what the
+    current session (since the last ``open``) delivered.
+    """
 
     name: str
+    lossless: bool = False
+    reconnect: bool = True
 
     @abstractmethod
     def open(self, info: StreamInfo) -> None: ...

@@ -1,0 +1,146 @@
+"""A local web page that plays the stream while it is generated (HLS via hls.js, or WebRTC).
+
+The server is a sink: it is handed every packet, which it forwards to WebRTC
+viewers, and it serves the HLS folder that an HlsSink in the same publisher
+writes. It starts listening when it is built, so the page can be opened
+before the first frame exists; the page waits for the playlist and shows its
+own time to first frame and live fps.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import mimetypes
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from pathlib import Path
+
+from avatarstream.errors import PublishError
+from avatarstream.publish.packets import EncodedPacket, StreamInfo
+from avatarstream.publish.preview.webrtc import WebRtcRelay
+from avatarstream.publish.sink import Sink, SinkReport
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+STATIC = resources.files("avatarstream.publish.preview") / "static"
+TYPES = {".m3u8": "application/vnd.apple.mpegurl", ".m4s": "video/iso.segment", ".mp4": "video/mp4", ".js": "text/javascript"}
+MAX_OFFER_BYTES = 64 * 1024
+
+
+class PreviewServer(Sink):
+    """HTTP on ``host:port`` (port 0: any free one): ``/`` the page, ``/hls/`` the HLS folder, ``/offer`` WebRTC."""
+
+    lossless = False
+    reconnect = False
+
+    def __init__(self, hls_dir: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+        self.hls_dir = Path(hls_dir).resolve()
+        self.relay = WebRtcRelay()
+        try:
+            self._http = ThreadingHTTPServer((host, port), _handler(self))
+        except OSError as err:
+            self.relay.close()
+            raise PublishError(
+                f"cannot serve the preview on {host}:{port}: {err.strerror or err}; choose another --preview HOST:PORT"
+            ) from err
+        self._http.daemon_threads = True
+        self.host, self.port = self._http.server_address[:2]
+        self.name = f"preview:{self.url}"
+        self._thread = threading.Thread(target=self._http.serve_forever, name="preview-http", daemon=True)
+        self._thread.start()
+        self._forwarded = 0
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in str(self.host) else self.host
+        return f"http://{host}:{self.port}/"
+
+    def open(self, info: StreamInfo) -> None:
+        self.relay.set_stream(info)
+
+    def write(self, packet: EncodedPacket) -> None:
+        self.relay.push(packet)
+        self._forwarded += 1
+
+    def close(self) -> SinkReport:
+        """Hang up the viewers and stop serving."""
+        self.relay.close()
+        self._http.shutdown()
+        self._http.server_close()
+        return SinkReport(self.name, packets_delivered=self._forwarded)
+
+
+def _handler(server: PreviewServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            path = self.path.split("?", 1)[0]
+            if path == "/":
+                self._send_static("index.html")
+            elif path.startswith("/static/"):
+                self._send_static(path.removeprefix("/static/"))
+            elif path.startswith("/hls/"):
+                self._send_hls(path.removeprefix("/hls/"))
+            else:
+                self.send_error(HTTPStatus.NOT_FOUND)
+
+        def do_POST(self) -> None:  # noqa: N802
+            if self.path != "/offer":
+                self.send_error(HTTPStatus.NOT_FOUND)
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            if not 0 < length <= MAX_OFFER_BYTES:
+                self.send_error(HTTPStatus.BAD_REQUEST, "expected a JSON offer")
+                return
+            try:
+                offer = json.loads(self.rfile.read(length))
+                answer = server.relay.answer(offer["sdp"], offer["type"])
+            except (ValueError, KeyError, TypeError) as err:
+                self.send_error(HTTPStatus.BAD_REQUEST, f"bad offer: {err}")
+                return
+            except Exception as err:  # noqa: BLE001 - a failed negotiation must not stop the server
+                log.warning("WebRTC negotiation failed: %s", err)
+                self.send_error(HTTPStatus.INTERNAL_SERVER_ERROR, "WebRTC negotiation failed")
+                return
+            self._send(json.dumps({"sdp": answer.sdp, "type": answer.type}).encode(), "application/json")
+
+        def _send_static(self, name: str) -> None:
+            resource = STATIC / name
+            if "/" in name or not resource.is_file():
+                self.send_error(HTTPStatus.NOT_FOUND)
+                return
+            self._send(resource.read_bytes(), _type(name))
+
+        def _send_hls(self, name: str) -> None:
+            path = (server.hls_dir / name).resolve()
+            if path.parent != server.hls_dir or not path.is_file():
+                self.send_error(HTTPStatus.NOT_FOUND)  # not written yet, or outside the folder
+                return
+            try:
+                body = path.read_bytes()
+            except FileNotFoundError:  # a sliding window deleted it just now
+                self.send_error(HTTPStatus.NOT_FOUND)
+                return
+            self._send(body, _type(name))
+
+        def _send(self, body: bytes, content_type: str) -> None:
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            log.debug("preview: " + format, *args)
+
+    return Handler
+
+
+def _type(name: str) -> str:
+    suffix = Path(name).suffix
+    return TYPES.get(suffix) or mimetypes.guess_type(name)[0] or "application/octet-stream"

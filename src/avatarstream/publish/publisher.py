@@ -1,0 +1,112 @@
+"""Chunks in, one encode, packets out to every sink (DESIGN.md §7).
+
+The caller (the inference thread) only queues chunks: a bounded queue in front
+of the encoder thread applies backpressure, and each sink has its own thread
+and queue behind it (see runner.py), so a slow or failing network sink never
+reaches back to generation or to the other sinks.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from avatarstream.publish.background import BackgroundEncoder
+from avatarstream.publish.encoders import Encoder, create_encoder
+from avatarstream.publish.media import MediaChunk
+from avatarstream.publish.packets import EncodedPacket
+from avatarstream.publish.runner import Backoff, SinkRunner
+from avatarstream.publish.settings import EncoderSettings
+from avatarstream.publish.sink import Sink, SinkReport
+
+
+class Publisher:
+    """Owns the encoder and the sinks; ``close`` (or leaving ``with``) finalizes every output.
+
+    ``close`` encodes what is still queued, flushes the encoder, lets each sink
+    deliver what it holds (network sinks for at most ``close_timeout_s``) and
+    returns one report per sink, in the order the sinks were given.
+    """
+
+    def __init__(
+        self,
+        settings: EncoderSettings,
+        sinks: list[Sink],
+        encoder: str | Encoder = "pyav",
+        max_queued_chunks: int = 4,
+        max_queued_packets: int = 512,
+        backoff: Backoff = Backoff(),
+        close_timeout_s: float = 10.0,
+    ) -> None:
+        if not sinks:
+            raise ValueError("a publisher needs at least one sink")
+        self.encoder = create_encoder(encoder, settings) if isinstance(encoder, str) else encoder
+        self._fanout = _FanOut(self.encoder, [SinkRunner(s, max_queued_packets, backoff) for s in sinks], close_timeout_s)
+        self._background = BackgroundEncoder(self._fanout, max_queued_chunks)
+        self.reports: list[SinkReport] = []
+
+    def submit(self, chunk: MediaChunk) -> None:
+        """Queue a chunk; waits while the encoder is a full queue behind. Encoder failures raise PublishError."""
+        self._background.submit(chunk)
+
+    @property
+    def sinks(self) -> list[Sink]:
+        return [runner.sink for runner in self._fanout.runners]
+
+    @property
+    def frames_encoded(self) -> int:
+        return self._background.frames_written
+
+    def close(self) -> list[SinkReport]:
+        """Finalize every output and return the per-sink reports; safe to call twice."""
+        try:
+            self._background.close()
+        finally:
+            self.reports = self._fanout.reports
+        return self.reports
+
+    def __enter__(self) -> Publisher:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class _FanOut:
+    """The encoder thread's writer: encode each chunk once, hand the packets to every runner."""
+
+    def __init__(self, encoder: Encoder, runners: list[SinkRunner], close_timeout_s: float) -> None:
+        self._encoder = encoder
+        self.runners = runners
+        self._close_timeout_s = close_timeout_s
+        self._started = False
+        self._held: list[EncodedPacket] = []  # only until the encoder knows its stream headers
+        self.reports: list[SinkReport] = []
+
+    def write(self, chunk: MediaChunk) -> None:
+        self._deliver(self._encoder.encode(chunk))
+
+    def close(self) -> None:
+        try:
+            self._deliver(self._encoder.flush())
+        finally:
+            self._encoder.close()
+            self.reports = [r.finish(None if r.sink.lossless else self._close_timeout_s) for r in self.runners]
+
+    def _deliver(self, packets: list[EncodedPacket]) -> None:
+        if not self._started:
+            info = self._encoder.stream_info
+            if info is None:
+                self._held += packets
+                return
+            for runner in self.runners:
+                runner.start(info)
+            self._started = True
+            packets, self._held = self._held + packets, []
+        for packet in packets:
+            for runner in self.runners:
+                runner.put(packet)

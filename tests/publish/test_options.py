@@ -1,0 +1,80 @@
+"""The command-line outputs: options parse, bad values are refused before any frame exists."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from mp4_checks import decode, make_chunks
+
+from avatarstream.errors import InputError, PublishError
+from avatarstream.publish.options import add_output_arguments, open_publisher
+from avatarstream.publish.preview import PreviewServer
+from avatarstream.publish.settings import EncoderSettings
+from avatarstream.publish.sinks import HlsSink, Mp4FileSink, RtmpSink
+
+SETTINGS = EncoderSettings(width=64, height=48, fps=25, preset="ultrafast")
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path)
+    add_output_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_defaults() -> None:
+    args = parse()
+    assert (args.hls, args.rtmp, args.preview, args.fragmented, args.encoder) == (None, None, None, False, "pyav")
+    assert parse("--preview").preview == "127.0.0.1:8765"
+    assert parse("--preview", "0.0.0.0:9000").preview == "0.0.0.0:9000"
+
+
+def test_all_outputs_in_one_run(tmp_path: Path) -> None:
+    args = parse("--out", str(tmp_path / "a.mp4"), "--fragmented", "--hls", str(tmp_path / "hls"),
+                 "--rtmp", "rtmp://127.0.0.1:1/live/x", "--preview", "127.0.0.1:0")
+    publisher = open_publisher(args, SETTINGS)
+    sinks = publisher.sinks
+    assert [type(s) for s in sinks] == [Mp4FileSink, HlsSink, RtmpSink, PreviewServer]
+    assert sinks[0].fragmented and sinks[1].window is None and sinks[3].hls_dir == (tmp_path / "hls").resolve()
+    with publisher:
+        publisher.submit(make_chunks([25])[0])
+    assert len(decode(tmp_path / "a.mp4").frames) == 25
+    assert not publisher.reports[2].complete  # nothing listens on port 1: reported, not raised
+
+
+def test_preview_alone_gets_a_bounded_hls_folder(tmp_path: Path) -> None:
+    publisher = open_publisher(parse("--preview", "127.0.0.1:0"), SETTINGS)
+    with publisher:
+        sinks = publisher.sinks
+        assert isinstance(sinks[0], HlsSink) and sinks[0].window == 10
+        assert sinks[1].hls_dir == sinks[0].directory.resolve()
+
+
+@pytest.mark.parametrize(
+    ("argv", "error", "message"),
+    [
+        ((), InputError, "no output"),
+        (("--preview", "nonsense"), InputError, "--preview 'nonsense' is not HOST:PORT"),
+        (("--preview", "host:70000"), InputError, "is not HOST:PORT"),
+        (("--rtmp", "ftp://x/y/z"), InputError, "is not an RTMP publish URL"),
+    ],
+)
+def test_bad_values(argv: tuple[str, ...], error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        open_publisher(parse(*argv), SETTINGS)
+
+
+def test_unwritable_hls_dir(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(PublishError, match="choose a writable path with --hls"):
+        open_publisher(parse("--hls", str(tmp_path / "file"), "--out", str(tmp_path / "x.mp4")), SETTINGS)
+
+
+def test_gstreamer_unavailable_is_input_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from avatarstream.publish.encoders import gstreamer
+
+    monkeypatch.setattr(gstreamer, "REQUIRED_ELEMENTS", ("no_such_element_x",))
+    with pytest.raises(InputError, match="--encoder gstreamer: GStreamer elements missing"):
+        open_publisher(parse("--encoder", "gstreamer", "--out", str(tmp_path / "x.mp4")), SETTINGS)
