@@ -13,7 +13,7 @@ import torch
 
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.pipeline.report import ReportRecorder
-from avatarstream.publish import BackgroundEncoder, EncoderSettings, Mp4Writer
+from avatarstream.publish import EncoderSettings, Mp4FileSink, Publisher
 from avatarstream.runtime.devices import peak_device_bytes
 from avatarstream.sources.pcm import PcmBlock
 
@@ -26,7 +26,8 @@ def measure(
     encode_to: Path | None = None,
     keep_frames: bool = False,
 ) -> dict[str, Any]:
-    """Run once; with ``encode_to`` the frames are encoded to an MP4 there, as ``render`` does.
+    """Run once; with ``encode_to`` the frames are encoded to a fragmented MP4 there, as ``render --fragmented`` does
+    (fragmented: a plain MP4 keeps its growing index in memory until it is closed).
 
     Returns the report (summary and ``chunks``); with ``keep_frames`` also the
     frames, for equality checks on short runs.
@@ -42,9 +43,9 @@ def measure(
                     frames.append(media.frames)
         else:
             settings = EncoderSettings(width=width, height=height, fps=pipeline.fps)
-            with BackgroundEncoder(Mp4Writer(encode_to, settings)) as encoder:
+            with Publisher(settings, [Mp4FileSink(encode_to, fragmented=True)]) as publisher:
                 for media in stream:
-                    encoder.submit(media)
+                    publisher.submit(media)
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "report.json"
             recorder.write(path)
