@@ -12,7 +12,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from avatarstream.cli import bench, render
+from avatarstream.cli import bench, render, serve
 from avatarstream.errors import AvatarStreamError
 
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     render.add_parser(commands)
     bench.add_parser(commands)
+    serve.add_parser(commands)
     return parser
 
 

@@ -1,0 +1,90 @@
+"""``avatarstream serve``: the live session API and the demo page (FastAPI + uvicorn)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from pathlib import Path
+
+from avatarstream.families import VARIANTS
+from avatarstream.runtime.devices import DEVICE_CHOICES
+
+TOKEN_ENV = "AVATARSTREAM_TOKEN"
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    p = commands.add_parser(
+        "serve",
+        help="serve live avatar sessions over HTTP/WebSocket, with a demo page at /",
+        description=(
+            "Serve talking-avatar sessions: open a session, stream audio over a WebSocket or upload files, "
+            "interrupt, watch it live (HLS, WebRTC) or send it to RTMP / Kinesis Video Streams; batch jobs render "
+            "a file to MP4. Open http://HOST:PORT/ for the demo page and /docs for the API."
+        ),
+        epilog="example: avatarstream serve --port 8000   (then open http://127.0.0.1:8000/)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind; any non-loopback address needs --token")
+    p.add_argument("--port", type=int, default=8000, help="port to bind")
+    p.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token every API call must carry (default: ${TOKEN_ENV})")
+    p.add_argument("--model", default="demo", choices=sorted(VARIANTS), help="model family / size")
+    p.add_argument("--weights", type=Path, help="local folder with config.json and one .safetensors per module")
+    p.add_argument("--device", default="auto", help=f"where to run: {', '.join(DEVICE_CHOICES)} or cuda:N")
+    p.add_argument("--chunk-frames", type=int, default=12, help="frames per N-chunk (L)")
+    p.add_argument("--interp-frames", type=int, default=3, help="frames each I-chunk regenerates at a seam; 0 switches I-chunks off")
+    p.add_argument("--max-sessions", type=int, default=4, help="sessions and batch jobs at once; one more gets 503 with Retry-After")
+    p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds a live session may go without any client activity")
+    p.add_argument("--max-upload-mb", type=float, default=50.0, help="largest request body or WebSocket message, in MiB")
+    p.add_argument("--max-queued-audio", type=float, default=60.0, help="seconds of streamed speech a session queues before the socket waits")
+    p.add_argument("--lookahead", type=float, help="seconds generation may run ahead of the wall clock (default: one chunk)")
+    p.add_argument("--result-ttl", type=float, default=3600.0, help="seconds a finished video stays downloadable")
+    p.add_argument("--preset", default="veryfast", help="x264 speed preset")
+    p.add_argument("--torch-threads", type=int, help="PyTorch intra-op threads for the process (default: PyTorch's choice)")
+    p.add_argument("--work-dir", type=Path, help="folder for session files (default: a fresh temporary folder)")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="JSON logs on stderr")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from avatarstream.serve import ServeSettings, create_app
+    from avatarstream.serve.logs import configure_logging, event
+
+    settings = ServeSettings(
+        host=args.host,
+        port=args.port,
+        token=args.token or None,
+        model=args.model,
+        weights=args.weights,
+        device=args.device,
+        chunk_frames=args.chunk_frames,
+        interp_frames=args.interp_frames,
+        max_sessions=args.max_sessions,
+        idle_timeout_s=args.idle_timeout,
+        max_upload_bytes=round(args.max_upload_mb * 2**20),
+        max_queued_audio_s=args.max_queued_audio,
+        lookahead_s=args.lookahead,
+        result_ttl_s=args.result_ttl,
+        preset=args.preset,
+        torch_threads=args.torch_threads,
+        work_dir=args.work_dir,
+    )
+    configure_logging(args.log_level)
+    # uvicorn logs each WebSocket's URL (a session id, maybe a token) at info: keep its warnings only
+    logging.getLogger("uvicorn.error").setLevel(max(logging.WARNING, logging.getLogger().level))
+    app = create_app(settings)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    event("listening", url=f"http://{host}:{args.port}/", docs=f"http://{host}:{args.port}/docs")
+    print(f"avatarstream serve: open http://{host}:{args.port}/ (API docs at /docs)", flush=True)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        access_log=False,  # request paths hold session ids; the app logs route templates instead
+        log_config=None,
+        ws_max_size=settings.max_upload_bytes,
+        timeout_graceful_shutdown=10,
+    )
+    return 0

@@ -1,0 +1,120 @@
+"""The audio WebSocket of a live session: audio in as it arrives, what happens out as JSON events.
+
+Binary messages are raw PCM in the format of the query (``format=s16le|f32le``,
+``rate``, ``channels``) or, with ``format=encoded``, one whole WAV/MP3/FLAC/OGG
+clip each. Text messages are JSON controls: ``{"type": "interrupt"}``. The
+server sends ``frames`` events as video is published, ``interrupted``,
+``error`` (bad data: the session goes on) and ``closed``. A socket that drops
+without a close handshake (a crashed client) closes its session at once; a
+close with code 1000 or 1001 leaves it open (DELETE or the idle timeout end it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from typing import Any
+
+from fastapi import APIRouter, WebSocket
+from starlette.responses import JSONResponse
+from starlette.websockets import WebSocketState
+
+from avatarstream.errors import InputError
+from avatarstream.serve.audio_input import PcmDecoder, PcmSegment
+from avatarstream.serve.auth import CHALLENGE
+from avatarstream.serve.context import ServerContext
+from avatarstream.serve.problems import ServeError
+from avatarstream.serve.session import Session
+from avatarstream.serve.uploads import store_clip
+
+router = APIRouter()
+CLEAN_CLOSES = {1000, 1001}  # a lost connection reads as 1005 or 1006, depending on the server's WebSocket stack
+
+
+@router.websocket("/sessions/{sid}/audio")
+async def audio_socket(ws: WebSocket, sid: str, format: str = "s16le", rate: int = 16000, channels: int = 1, token: str | None = None) -> None:  # noqa: A002
+    server: ServerContext = ws.app.state.server
+    try:
+        server.auth.check(ws.headers.get("authorization"), token)
+        session = server.manager.get(sid, "live")
+        decoder = None if format == "encoded" else PcmDecoder(format, rate, channels)
+    except (ServeError, InputError) as err:
+        await _refuse(ws, err)
+        return
+    await ws.accept()
+    session.sockets += 1
+    events = session.listen()
+    sender = asyncio.create_task(_send_events(ws, events))
+    code = 1006
+    try:
+        code = await _receive(ws, server, session, decoder)
+    finally:
+        session.sockets -= 1
+        session.last_active = time.monotonic()
+        session.unlisten(events)
+        sender.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sender
+    if code not in CLEAN_CLOSES:
+        await server.manager.close_if_running(session.id)
+
+
+async def _receive(ws: WebSocket, server: ServerContext, session: Session, decoder: PcmDecoder | None) -> int:
+    """Read until the client goes away; returns its close code."""
+    live = session.live
+    assert live is not None
+    limit = server.settings.max_upload_bytes
+    while True:
+        message = await ws.receive()
+        if message["type"] == "websocket.disconnect":
+            return int(message.get("code") or 1006)
+        session.last_active = time.monotonic()
+        data, text = message.get("bytes"), message.get("text")
+        try:
+            if data is not None:
+                if len(data) > limit:
+                    raise InputError(f"message of {len(data)} bytes is over the limit of {limit} bytes; send smaller pieces")
+                segment = PcmSegment(decoder.decode(data)) if decoder is not None else await server.blocking(store_clip, data, session.folder)
+                await live.wait_for_room()
+                live.push(segment)
+            elif text is not None:
+                _control(session, text)
+        except InputError as err:
+            await _send(ws, {"type": "error", "message": str(err)})
+        if session.id not in server.manager.active:
+            return 1000
+
+
+def _control(session: Session, text: str) -> None:
+    try:
+        command = json.loads(text)
+    except json.JSONDecodeError:
+        command = None
+    if not isinstance(command, dict) or command.get("type") != "interrupt":
+        raise InputError('text messages are JSON controls: {"type": "interrupt"}')
+    session.interrupt()
+
+
+async def _send_events(ws: WebSocket, events: asyncio.Queue[dict[str, Any]]) -> None:
+    while True:
+        message = await events.get()
+        await _send(ws, message)
+
+
+async def _send(ws: WebSocket, message: dict[str, Any]) -> None:
+    if ws.application_state == WebSocketState.CONNECTED:
+        with contextlib.suppress(Exception):  # the client may be gone; the receive loop notices
+            await ws.send_json(message)
+
+
+async def _refuse(ws: WebSocket, err: Exception) -> None:
+    """Answer the handshake with an HTTP error and a JSON body where the server can, else close with a reason."""
+    status = err.status if isinstance(err, ServeError) else 422
+    headers = CHALLENGE if status == 401 else None
+    if "websocket.http.response" in ws.scope.get("extensions", {}):
+        await ws.send_denial_response(JSONResponse({"detail": str(err)}, status_code=status, headers=headers))
+    else:
+        await ws.accept()
+        await ws.close(code=1008, reason=str(err)[:120])

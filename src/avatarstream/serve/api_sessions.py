@@ -1,0 +1,155 @@
+"""Live sessions over HTTP: create, status, speak a file, interrupt, watch (HLS, WebRTC), close, download."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi.responses import FileResponse, Response
+from pydantic import BaseModel, ValidationError
+
+from avatarstream.errors import InputError
+from avatarstream.serve.context import Server, ServerContext, authorized, form_body
+from avatarstream.serve.problems import Conflict, NotFound
+from avatarstream.serve.schemas import AudioQueued, Interrupted, Outputs, Problem, SessionInfo
+from avatarstream.serve.session import Mode, Session
+from avatarstream.serve.audio_input import ClipSegment
+from avatarstream.serve.uploads import check_audio_type, open_upload_audio, reference_image, save_body, save_upload
+
+router = APIRouter(prefix="/sessions", tags=["live sessions"], dependencies=[Depends(authorized)])
+HLS_NAME = re.compile(r"index\.m3u8|init\.mp4|seg\d{5}\.m4s")
+HLS_TYPES = {".m3u8": "application/vnd.apple.mpegurl", ".mp4": "video/mp4", ".m4s": "video/iso.segment"}
+ERRORS = {code: {"model": Problem} for code in (401, 404, 413, 415, 422, 503)}
+
+
+class Offer(BaseModel):
+    sdp: str
+    type: str
+
+
+def parse_outputs(text: str) -> Outputs:
+    try:
+        return Outputs.model_validate_json(text or "{}")
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'outputs'}: {e['msg']}" for e in err.errors())
+        raise InputError(f"outputs: {problems}") from err
+
+
+async def open_session(
+    server: ServerContext, mode: Mode, identity: str, reference: UploadFile | None, prompt: str, seed: int, outputs: Outputs, audio: UploadFile | None = None
+) -> Session:
+    """Admit, read the inputs into the new session's folder, start the run (shared by live sessions and jobs)."""
+    if seed < 0:
+        raise InputError(f"seed must be 0 or more, got {seed}")
+    manager = server.manager
+    folder = manager.reserve()
+    source = None
+    try:
+        image = await server.blocking(reference_image, identity, reference, folder, server.image_size, server.settings.max_upload_bytes)
+        if audio is not None:
+            check_audio_type(audio.content_type)
+            path = await server.blocking(save_upload, audio, folder, server.settings.max_upload_bytes)
+            source = await server.blocking(open_upload_audio, path)
+    except BaseException:
+        manager.release(folder)
+        raise
+    return manager.start(mode, folder, outputs, image, prompt, seed, source)
+
+
+@router.post("", status_code=201, response_model=SessionInfo, responses=ERRORS, summary="Open a live session", dependencies=[Depends(form_body)])
+async def create_session(
+    server: Server,
+    identity: Annotated[str, Form(description="a bundled identity, used when no reference is uploaded")] = "demo",
+    reference: Annotated[UploadFile | None, File(description="reference image (PNG/JPEG), centre-cropped")] = None,
+    prompt: Annotated[str, Form(max_length=2000)] = "",
+    seed: Annotated[int, Form()] = 0,
+    outputs: Annotated[str, Form(description="JSON of Outputs, e.g. {\"hls\": true, \"webrtc\": true}")] = "{}",
+) -> SessionInfo:
+    """The avatar starts moving at once (idle) and speaks whatever audio arrives, until closed or idle too long."""
+    session = await open_session(server, "live", identity, reference, prompt, seed, parse_outputs(outputs))
+    return session.info()
+
+
+@router.get("/{sid}", response_model=SessionInfo, responses=ERRORS, summary="Status and figures of a session")
+async def session_status(sid: str, server: Server) -> SessionInfo:
+    return server.manager.info(sid, "live")
+
+
+@router.delete("/{sid}", response_model=SessionInfo, responses=ERRORS, summary="Close a session")
+async def close_session(sid: str, server: Server) -> SessionInfo:
+    """Frees the session at once. Its MP4 (outputs.file) stays downloadable until the result TTL;
+    deleting an already closed session removes that too."""
+    return await server.manager.close(sid, "live")
+
+
+@router.post(
+    "/{sid}/audio",
+    status_code=202,
+    response_model=AudioQueued,
+    responses=ERRORS,
+    summary="Speak an audio file",
+    openapi_extra={"requestBody": {"required": True, "content": {t: {"schema": {"type": "string", "format": "binary"}} for t in ("audio/wav", "audio/mpeg", "audio/flac", "audio/ogg")}}},
+)
+async def upload_audio(sid: str, request: Request, server: Server) -> AudioQueued:
+    """The whole file as the request body; it is queued after what is already queued and spoken in real time."""
+    session = server.manager.get(sid, "live")
+    check_audio_type(request.headers.get("content-type"))
+    path = await save_body(request, session.folder, server.settings.max_upload_bytes)
+    source = await server.blocking(open_upload_audio, path)
+    clip = ClipSegment(source, path)
+    try:
+        live = server.manager.get(sid, "live").live  # the session may have ended while the body arrived
+    except NotFound:
+        clip.close()
+        raise
+    assert live is not None
+    live.push(clip)
+    return AudioQueued(clip_s=None if clip.duration_s is None else round(clip.duration_s, 3), queued_audio_s=round(live.queued_s, 3))
+
+
+@router.post("/{sid}/interrupt", response_model=Interrupted, responses=ERRORS, summary="Drop queued speech")
+async def interrupt(sid: str, server: Server) -> Interrupted:
+    """Speech already handed to the model (at most the look-ahead, one chunk) still plays; then the avatar is idle."""
+    done = server.manager.get(sid, "live").interrupt()
+    return Interrupted(dropped_s=done.dropped_s, idle_from_frame=done.idle_from_frame, idle_in_s=done.idle_in_s)
+
+
+@router.get("/{sid}/hls/{name}", responses=ERRORS, summary="Live HLS playlist and segments")
+async def hls_file(sid: str, name: str, server: Server) -> Response:
+    session = server.manager.get(sid, "live")
+    if session.outputs.hls_dir is None or not HLS_NAME.fullmatch(name):
+        raise NotFound("no such HLS file; the playlist is index.m3u8")
+    try:
+        body = await server.blocking((session.outputs.hls_dir / name).read_bytes)
+    except FileNotFoundError:
+        raise NotFound(f"{name} is not written yet (or has left the live window)") from None
+    return Response(body, media_type=HLS_TYPES[name[name.rindex(".") :]], headers={"Cache-Control": "no-store"})
+
+
+@router.post("/{sid}/webrtc", responses=ERRORS, summary="WebRTC offer -> answer (video only)")
+async def webrtc_offer(sid: str, offer: Offer, server: Server) -> dict[str, str]:
+    session = server.manager.get(sid, "live")
+    if session.outputs.webrtc is None:
+        raise Conflict("this session has no WebRTC output; create it with outputs {\"webrtc\": true}")
+    try:
+        answer = await server.blocking(session.outputs.webrtc.relay.answer, offer.sdp, offer.type)
+    except ValueError as err:
+        raise InputError(f"bad offer: {err}") from err
+    return {"sdp": answer.sdp, "type": answer.type}
+
+
+@router.get("/{sid}/video.mp4", response_class=FileResponse, responses=ERRORS | {409: {"model": Problem}}, summary="The session's MP4, after close")
+async def session_video(sid: str, server: Server) -> FileResponse:
+    return video_response(server, sid, "live")
+
+
+def video_response(server: ServerContext, sid: str, mode: Mode) -> FileResponse:
+    """The finished MP4 of an ended session or job; 409 while it runs."""
+    video = server.manager.video(sid, mode)
+    if video is None:
+        info = server.manager.info(sid, mode)
+        if info.state == "running":
+            raise Conflict(f"the video is ready when the {'session is closed' if mode == 'live' else 'job is done'} ({info.stats.frames} frames so far)")
+        raise NotFound("this session made no video: ask for outputs {\"file\": true}" if info.state != "failed" else f"no video: {info.error}")
+    return FileResponse(video, media_type="video/mp4", filename="avatar.mp4")

@@ -1,0 +1,188 @@
+"""The live session's audio source: speech when some is queued, silence when not, paced to the wall clock.
+
+The pipeline pulls audio as it needs it, so this source paces generation:
+it never hands out audio more than ``lookahead_s`` ahead of the wall clock
+(the pipeline waits instead), which bounds how late an interrupt takes effect
+and how much finished video piles up. With nothing queued it hands out
+silence, so the avatar keeps moving while nobody speaks. When the pipeline
+asks for audio whose time has already passed, playback has stalled: that is
+an underrun; it is counted and the clock is moved on, so idle time is never
+generated as a backlog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from avatarstream.serve.audio_input import RATE
+from avatarstream.sources.pcm import PcmBlock
+
+
+class Segment(Protocol):
+    def read(self, n: int) -> np.ndarray: ...
+
+    @property
+    def remaining_s(self) -> float: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Interruption:
+    """What an interrupt did: the speech it dropped and the first frame that is idle again."""
+
+    dropped_s: float
+    idle_from_frame: int
+    idle_in_s: float  # how far ahead of the wall clock that frame is (at most the look-ahead)
+
+
+class LiveAudio:
+    """Async iterable of PcmBlocks (mono, ``RATE``) for ``Pipeline.astream``."""
+
+    def __init__(
+        self,
+        *,
+        fps: int,
+        lookahead_s: float,
+        max_queued_s: float,
+        block_frames: int = 2,
+        underrun_tolerance_s: float = 0.1,
+        on_underrun: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.fps = fps
+        self.lookahead_s = lookahead_s
+        self.max_queued_s = max_queued_s
+        self._frame = RATE // fps
+        self._block = block_frames * self._frame
+        self._tolerance_s = underrun_tolerance_s
+        self._on_underrun = on_underrun
+        self._clock = clock
+        self._queue: deque[Segment] = deque()
+        self._speech: deque[list[int]] = deque()  # [start, end) sample spans of speech handed out
+        self._t0: float | None = None  # wall time of media sample 0 (moved on at underruns)
+        self._fed = 0  # samples handed to the pipeline
+        self._closed = asyncio.Event()
+        self._room = asyncio.Event()
+        self._room.set()
+        self.underruns = 0
+        self.first_speech_at: float | None = None  # wall time the first speech was queued
+
+    # -- the client's side ----------------------------------------------------------------------
+
+    def push(self, segment: Segment) -> None:
+        """Queue speech after what is already queued."""
+        if self._closed.is_set():
+            segment.close()
+            return
+        if self.first_speech_at is None:
+            self.first_speech_at = self._clock()
+        self._queue.append(segment)
+        self._update_room()
+
+    async def wait_for_room(self) -> None:
+        """Wait while more than ``max_queued_s`` is queued (backpressure for fast senders)."""
+        await self._room.wait()
+
+    def interrupt(self) -> Interruption:
+        """Drop every queued segment; what was already handed out (at most the look-ahead) still plays."""
+        dropped = self._clear()
+        now = self._media_now()
+        fed_s = self._fed / RATE
+        return Interruption(round(dropped, 3), math.ceil(fed_s * self.fps), round(max(fed_s - now, 0.0), 3))
+
+    def close(self) -> None:
+        """End the stream: the pipeline's next pull ends it, and a waiting pull wakes at once."""
+        self._closed.set()
+        self._clear()
+
+    @property
+    def queued_s(self) -> float:
+        return sum(s.remaining_s for s in self._queue)
+
+    def speech_fraction(self, first_frame: int, end_frame: int) -> float:
+        """Share of frames ``[first_frame, end_frame)`` that carry speech; call in timeline order."""
+        lo, hi = first_frame * self._frame, end_frame * self._frame
+        while self._speech and self._speech[0][1] <= lo:
+            self._speech.popleft()
+        covered = sum(max(0, min(hi, e) - max(lo, s)) for s, e in self._speech)
+        return covered / max(hi - lo, 1)
+
+    # -- the pipeline's side --------------------------------------------------------------------
+
+    def __aiter__(self) -> LiveAudio:
+        return self
+
+    async def __anext__(self) -> PcmBlock:
+        while not self._closed.is_set():
+            if self._t0 is None:
+                self._t0 = self._clock()  # the clock starts with the first pull, after the init stages
+            now = self._media_now()
+            fed_s = self._fed / RATE
+            if now > fed_s:  # this audio should already be playing: the output stalls here
+                if now - fed_s > self._tolerance_s:
+                    self.underruns += 1
+                    self._on_underrun()
+                self._t0 += now - fed_s
+                now = fed_s
+            room = round((now + self.lookahead_s - fed_s) * RATE)
+            if room < self._frame:  # a full look-ahead ahead of the wall clock: let the clock catch up
+                await self._sleep((self._frame - room) / RATE)
+                continue
+            samples = self._take_speech(min(room, self._block))
+            if samples.size:
+                self._mark_speech(samples.size)
+            else:
+                samples = np.zeros(min(room, self._block), np.float32)
+            self._fed += samples.size
+            return PcmBlock(samples[None], RATE)
+        raise StopAsyncIteration
+
+    # -- inside -----------------------------------------------------------------------------------
+
+    def _media_now(self) -> float:
+        return 0.0 if self._t0 is None else self._clock() - self._t0
+
+    def _take_speech(self, n: int) -> np.ndarray:
+        while self._queue:
+            samples = self._queue[0].read(n)
+            if samples.size:
+                self._update_room()
+                return samples
+            self._queue.popleft().close()
+        self._update_room()
+        return np.zeros(0, np.float32)
+
+    def _mark_speech(self, n: int) -> None:
+        if self._speech and self._speech[-1][1] == self._fed:
+            self._speech[-1][1] += n
+        else:
+            self._speech.append([self._fed, self._fed + n])
+
+    def _clear(self) -> float:
+        dropped = 0.0
+        while self._queue:
+            segment = self._queue.popleft()
+            dropped += segment.remaining_s
+            segment.close()
+        self._update_room()
+        return dropped
+
+    def _update_room(self) -> None:
+        if self.queued_s < self.max_queued_s:
+            self._room.set()
+        else:
+            self._room.clear()
+
+    async def _sleep(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._closed.wait(), seconds)

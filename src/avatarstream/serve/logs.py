@@ -1,0 +1,38 @@
+"""Structured logs: one JSON object per line, with the fields each event carries."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+log = logging.getLogger("avatarstream.serve")
+
+
+def event(name: str, level: int = logging.INFO, **fields: Any) -> None:
+    """Log ``name`` with ``fields``; the JSON formatter puts them next to the message."""
+    log.log(level, name, extra={"fields": fields})
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "event": record.getMessage(),
+            **getattr(record, "fields", {}),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def configure_logging(level: str = "info") -> None:
+    """Send every log line of the process to stderr as JSON."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())

@@ -1,0 +1,86 @@
+"""A session's requested outputs -> publish sinks, all files inside the session's own folder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from avatarstream.errors import InputError
+from avatarstream.publish.packets import EncodedPacket, StreamInfo
+from avatarstream.publish.sink import Sink, SinkReport
+from avatarstream.publish.sinks import HlsSink, Mp4FileSink, RtmpSink
+from avatarstream.serve.schemas import Outputs
+
+HLS_WINDOW = 10  # segments kept: an endless session needs a bounded folder
+VIDEO_FILE = "video.mp4"
+
+
+class WebRtcSink(Sink):
+    """Forwards packets to the WebRTC viewers of one session (the HTTP side is the app's)."""
+
+    lossless = False
+    reconnect = False
+
+    def __init__(self) -> None:
+        from avatarstream.publish.preview.webrtc import WebRtcRelay  # loads aiortc only when asked for
+
+        self.relay = WebRtcRelay()
+        self.name = "webrtc"
+        self._forwarded = 0
+
+    def open(self, info: StreamInfo) -> None:
+        self.relay.set_stream(info)
+
+    def write(self, packet: EncodedPacket) -> None:
+        self.relay.push(packet)
+        self._forwarded += 1
+
+    def close(self) -> SinkReport:
+        self.relay.close()
+        return SinkReport(self.name, packets_delivered=self._forwarded)
+
+
+@dataclass
+class SessionOutputs:
+    """The sinks, plus what the app serves from them."""
+
+    sinks: list[Sink] = field(default_factory=list)
+    hls_dir: Path | None = None
+    video: Path | None = None
+    webrtc: WebRtcSink | None = None
+
+
+def build_outputs(spec: Outputs, folder: Path, *, live: bool) -> SessionOutputs:
+    """Sinks for ``spec``; a batch job always writes its MP4. Raises InputError for unusable values."""
+    out = SessionOutputs()
+    try:
+        if spec.file or not live:
+            out.video = folder / VIDEO_FILE
+            out.sinks.append(Mp4FileSink(out.video, fragmented=live))
+        if spec.hls:
+            out.hls_dir = folder / "hls"
+            out.sinks.append(HlsSink(out.hls_dir, window=HLS_WINDOW if live else None))
+        if spec.webrtc:
+            out.webrtc = WebRtcSink()
+            out.sinks.append(out.webrtc)
+        if spec.rtmp:
+            out.sinks.append(RtmpSink(spec.rtmp))
+        if spec.kvs is not None:
+            out.sinks.append(_kvs_sink(spec))
+    except BaseException:
+        if out.webrtc is not None:
+            out.webrtc.close()
+        raise
+    if not out.sinks:
+        raise InputError("no output: ask for at least one of hls, webrtc, file, rtmp, kvs")
+    return out
+
+
+def _kvs_sink(spec: Outputs) -> Sink:
+    from avatarstream.publish.kvs import KvsSettings, KvsSink  # loads botocore only when asked for
+
+    assert spec.kvs is not None
+    settings = KvsSettings(
+        stream_name=spec.kvs.stream_name, stream_arn=spec.kvs.stream_arn, region=spec.kvs.region, delivered_on=spec.kvs.delivered_on
+    )
+    return KvsSink(settings)

@@ -1,0 +1,73 @@
+"""Request and response bodies of the API (they make the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class KvsOutput(BaseModel):
+    """An Amazon Kinesis video stream; credentials and region come from the server's AWS configuration."""
+
+    model_config = ConfigDict(extra="forbid")
+    stream_name: str | None = None
+    stream_arn: str | None = None
+    region: str | None = None
+    delivered_on: Literal["PERSISTED", "RECEIVED"] = "PERSISTED"
+
+
+class Outputs(BaseModel):
+    """Where a session's video goes. ``hls`` is what the page at / plays."""
+
+    model_config = ConfigDict(extra="forbid")
+    hls: bool = Field(True, description="live HLS at /sessions/{id}/hls/index.m3u8 (the preview page plays it)")
+    webrtc: bool = Field(False, description="WebRTC video (H.264, no audio) negotiated at POST /sessions/{id}/webrtc")
+    file: bool = Field(False, description="an MP4 of the whole session, downloadable at /sessions/{id}/video.mp4 after close")
+    rtmp: str | None = Field(None, description="publish to rtmp://HOST[:PORT]/APP/STREAM")
+    kvs: KvsOutput | None = Field(None, description="publish to Amazon Kinesis Video Streams")
+
+
+class Stats(BaseModel):
+    frames: int = Field(description="frames published so far")
+    duration_s: float = Field(description="media time published so far")
+    ttff_s: float | None = Field(description="from the create request to the first published frame")
+    first_speech_latency_s: float | None = Field(description="from the first queued speech to the first frame that speaks it")
+    fps: float = Field(description="frames published per second over the last seconds")
+    underruns: int = Field(description="times generation fell behind the wall clock (live)")
+    queued_audio_s: float = Field(description="speech waiting to be spoken (live)")
+    speaking: bool = Field(description="the last published frames carry speech")
+    chunk_latency_s: float | None = Field(description="wall time of the last generated chunk")
+
+
+class SessionInfo(BaseModel):
+    id: str
+    mode: Literal["live", "batch"]
+    state: Literal["running", "done", "closed", "failed"]
+    error: str | None = None
+    outputs: Outputs
+    links: dict[str, str] = Field(description="where to send audio, watch, download")
+    stats: Stats
+
+
+class Interrupted(BaseModel):
+    dropped_s: float = Field(description="queued speech that was dropped")
+    idle_from_frame: int = Field(description="the first frame without speech")
+    idle_in_s: float = Field(description="how far ahead of the wall clock that frame is (at most the look-ahead)")
+
+
+class AudioQueued(BaseModel):
+    clip_s: float | None = Field(description="length of the uploaded clip (from its header)")
+    queued_audio_s: float = Field(description="speech now waiting, this clip included")
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    model: str
+    sessions: int
+    max_sessions: int
+    auth_required: bool
+
+
+class Problem(BaseModel):
+    detail: str

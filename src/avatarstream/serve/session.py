@@ -1,0 +1,224 @@
+"""One live session or batch job: the pipeline run, its outputs, its figures, its listeners."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import hashlib
+import logging
+import time
+from collections.abc import AsyncIterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from avatarstream.errors import AvatarStreamError
+from avatarstream.pipeline.observer import ChunkDone, RunObserver
+from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.publish.media import MediaChunk
+from avatarstream.publish.publisher import Publisher
+from avatarstream.serve.live_audio import Interruption, LiveAudio
+from avatarstream.serve.logs import event
+from avatarstream.serve.metrics import FrameRate, ServeMetrics
+from avatarstream.serve.outputs import SessionOutputs
+from avatarstream.serve.schemas import Outputs, SessionInfo, Stats
+from avatarstream.sources.pcm import PcmBlock
+
+Mode = Literal["live", "batch"]
+EVENT_QUEUE = 64  # events buffered per listener; a slow listener loses the oldest
+
+
+@dataclass
+class Engine:
+    """What every session shares: the pipeline (stateless stages over read-only modules), metrics, threads."""
+
+    pipeline: Pipeline
+    metrics: ServeMetrics
+    executor: concurrent.futures.ThreadPoolExecutor
+
+
+class Session:
+    """A pipeline run feeding a publisher; ``run()`` lasts until the audio ends or ``stop()`` is called."""
+
+    def __init__(
+        self,
+        sid: str,
+        mode: Mode,
+        engine: Engine,
+        folder: Path,
+        spec: Outputs,
+        outputs: SessionOutputs,
+        publisher: Publisher,
+        audio: AsyncIterable[PcmBlock],
+        reference: np.ndarray,
+        prompt: str,
+        seed: int,
+    ) -> None:
+        self.id = sid
+        self.log_id = hashlib.sha256(sid.encode()).hexdigest()[:10]  # follows a session through the logs; reveals nothing of its id
+        self.mode = mode
+        self.engine = engine
+        self.folder = folder
+        self.spec = spec
+        self.outputs = outputs
+        self.publisher = publisher
+        self.audio = audio
+        self.live = audio if isinstance(audio, LiveAudio) else None
+        self.reference = reference
+        self.prompt = prompt
+        self.seed = seed
+        self.state: Literal["running", "done", "closed", "failed"] = "running"
+        self.error: str | None = None
+        self.created = time.monotonic()
+        self.last_active = self.created
+        self.sockets = 0
+        self.frames = 0
+        self.ttff_s: float | None = None
+        self.first_speech_latency_s: float | None = None
+        self.speaking = False
+        self.chunk_latency_s: float | None = None
+        self.rate = FrameRate(window_s=2.0)
+        self._listeners: set[asyncio.Queue[dict[str, Any]]] = set()
+        self._stopping = False
+        self._submitting: concurrent.futures.Future[None] | None = None
+        self._in_submit = False
+        self.task: asyncio.Task[None] | None = None
+
+    # -- running ----------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Stream frames from the pipeline into the publisher until the audio ends or ``stop()``."""
+        pipeline = self.engine.pipeline
+        try:
+            stream = pipeline.astream(self.audio, self.reference, self.prompt, seed=self.seed, observers=[_ChunkTimer(self)])
+            async with contextlib.aclosing(stream) as media:
+                async for chunk in media:
+                    self._in_submit = True
+                    try:
+                        self._submitting = self.engine.executor.submit(self.publisher.submit, chunk)
+                        await asyncio.wrap_future(self._submitting)
+                    finally:
+                        self._in_submit = False
+                    self._published(chunk)
+                    if self._stopping:
+                        break
+            if not self._stopping:
+                self.state = "done"  # the audio ended (a batch job's file)
+        except AvatarStreamError as err:
+            self._fail(str(err))
+        except Exception as err:  # noqa: BLE001 - one broken session must not take the server down
+            logging.getLogger(__name__).exception("session %s failed", self.log_id)
+            self._fail(f"internal error ({type(err).__name__}); the server log has the details")
+
+    def stop(self) -> None:
+        """End the run now: waiting for frames is cancelled (the loop's thread stops within one chunk);
+        a chunk being handed to the publisher is finished first, so no output gets half a chunk."""
+        self._stopping = True
+        if self.live is not None:
+            self.live.close()
+        if self.task is not None and not self._in_submit:
+            self.task.cancel()
+
+    def interrupt(self) -> Interruption:
+        """Drop the queued speech of a live session and tell its listeners."""
+        assert self.live is not None
+        done = self.live.interrupt()
+        self.engine.metrics.interrupts.inc()
+        event("interrupted", session=self.log_id, **asdict(done))
+        self.broadcast({"type": "interrupted", **asdict(done)})
+        return done
+
+    def close_outputs(self) -> list[Any]:
+        """Finalize every output (blocking; run on a worker thread) once the run has ended."""
+        if self._submitting is not None:
+            concurrent.futures.wait([self._submitting])
+        return self.publisher.close()
+
+    def _fail(self, message: str) -> None:
+        self.state = "failed"
+        self.error = message
+        self.engine.metrics.failed.labels(self.mode).inc()
+        event("session failed", logging.WARNING, session=self.log_id, mode=self.mode, error=message)
+        self.broadcast({"type": "error", "message": message})
+
+    def _published(self, chunk: MediaChunk) -> None:
+        now = time.monotonic()
+        if self.ttff_s is None:
+            self.ttff_s = now - self.created
+            self.engine.metrics.ttff.labels(self.mode).observe(self.ttff_s)
+            event("first frame", session=self.log_id, mode=self.mode, ttff_s=round(self.ttff_s, 3))
+        end = chunk.first_frame + chunk.num_frames
+        speech = self.live.speech_fraction(chunk.first_frame, end) if self.live is not None else 1.0
+        self.speaking = speech > 0
+        if self.speaking and self.first_speech_latency_s is None and self.live is not None and self.live.first_speech_at is not None:
+            self.first_speech_latency_s = now - self.live.first_speech_at
+        self.frames = end
+        self.rate.add(chunk.num_frames)
+        self.engine.metrics.published(self.mode, chunk.num_frames)
+        frames = chunk.frames
+        motion = float(np.abs(frames[-1].astype(np.int16) - frames[0]).mean()) if chunk.num_frames > 1 else 0.0
+        self.broadcast(
+            {"type": "frames", "first_frame": chunk.first_frame, "count": chunk.num_frames, "speech": round(speech, 3), "motion": round(motion, 3), "at_s": round(now - self.created, 3)}
+        )
+
+    # -- listeners (the audio WebSocket hears what happens) ------------------------------------------
+
+    def listen(self) -> asyncio.Queue[dict[str, Any]]:
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(EVENT_QUEUE)
+        self._listeners.add(queue)
+        return queue
+
+    def unlisten(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
+        self._listeners.discard(queue)
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        for queue in self._listeners:
+            if queue.full():
+                queue.get_nowait()
+            queue.put_nowait(message)
+
+    # -- reporting --------------------------------------------------------------------------------
+
+    def info(self) -> SessionInfo:
+        fps = self.engine.pipeline.fps
+        base = f"/{'sessions' if self.mode == 'live' else 'jobs'}/{self.id}"
+        links = {"self": base}
+        if self.mode == "live":
+            links |= {"audio_ws": f"{base}/audio", "audio_upload": f"{base}/audio", "interrupt": f"{base}/interrupt", "preview": f"/#session={self.id}"}
+        if self.outputs.hls_dir is not None:
+            links["hls"] = f"{base}/hls/index.m3u8"
+        if self.outputs.webrtc is not None:
+            links["webrtc"] = f"{base}/webrtc"
+        if self.outputs.video is not None:
+            links["video"] = f"{base}/video.mp4"
+        stats = Stats(
+            frames=self.frames,
+            duration_s=round(self.frames / fps, 3),
+            ttff_s=_round(self.ttff_s),
+            first_speech_latency_s=_round(self.first_speech_latency_s),
+            fps=round(self.rate.rate(), 2),
+            underruns=self.live.underruns if self.live is not None else 0,
+            queued_audio_s=round(self.live.queued_s, 3) if self.live is not None else 0.0,
+            speaking=self.speaking,
+            chunk_latency_s=_round(self.chunk_latency_s),
+        )
+        return SessionInfo(id=self.id, mode=self.mode, state=self.state, error=self.error, outputs=self.spec, links=links, stats=stats)
+
+
+class _ChunkTimer(RunObserver):
+    """Chunk wall times into the metrics (called on the pipeline's thread)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def on_chunk(self, done: ChunkDone) -> None:
+        seconds = done.end_s - done.start_s
+        self.session.chunk_latency_s = seconds
+        self.session.engine.metrics.chunk_seconds.observe(seconds)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)

@@ -1,0 +1,72 @@
+"""What an operator chooses when starting the server, checked once before anything listens."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from avatarstream.errors import InputError
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """Limits, model and security of one server.
+
+    ``lookahead_s`` bounds how far generation may run ahead of the wall clock
+    in a live session (None: one chunk), which is also how late an interrupt
+    can take effect. ``torch_threads`` sets PyTorch's intra-op threads for the
+    whole process (each session runs on a thread of its own; on a shared CPU
+    one thread per session avoids oversubscription). ``work_dir`` holds per-session folders the server names
+    itself (None: a fresh temporary folder).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    token: str | None = None
+    model: str = "demo"
+    weights: Path | None = None
+    device: str = "auto"
+    chunk_frames: int = 12
+    interp_frames: int = 3
+    max_sessions: int = 4
+    idle_timeout_s: float = 300.0
+    max_upload_bytes: int = 50 * 2**20
+    max_queued_audio_s: float = 60.0
+    lookahead_s: float | None = None
+    result_ttl_s: float = 3600.0
+    retry_after_s: int = 5
+    preset: str = "veryfast"
+    torch_threads: int | None = None
+    work_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.token is not None and len(self.token) < 8:
+            raise InputError("--token must be at least 8 characters; use a long random string (e.g. `openssl rand -hex 16`)")
+        if self.token is None and not is_loopback(self.host):
+            raise InputError(
+                f"--host {self.host} is reachable from other machines; give --token T (or set AVATARSTREAM_TOKEN) "
+                "so that only clients with the token can use the server"
+            )
+        if not 0 <= self.port <= 65535:
+            raise InputError(f"--port must be in 0..65535, got {self.port}")
+        if self.torch_threads is not None and self.torch_threads < 1:
+            raise InputError(f"--torch-threads must be at least 1, got {self.torch_threads}")
+        for name in ("max_sessions", "max_upload_bytes", "chunk_frames"):
+            if getattr(self, name) < 1:
+                raise InputError(f"{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        for name in ("idle_timeout_s", "max_queued_audio_s", "result_ttl_s"):
+            if not getattr(self, name) > 0:
+                raise InputError(f"{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        if self.lookahead_s is not None and not self.lookahead_s > 0:
+            raise InputError(f"lookahead must be positive, got {self.lookahead_s}")
+
+
+def is_loopback(host: str) -> bool:
+    """True only for addresses no other machine can reach; any name but ``localhost`` counts as reachable."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,191 @@
+// The demo page: open a session, play its HLS stream, speak a file or the microphone into it.
+// window.avatarPage holds what the page shows, so a test reads the same numbers a person sees.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const page = (window.avatarPage = { sessionId: null, info: null, playedFrames: 0, error: null });
+let hls = null;
+let mic = null;
+let poller = null;
+let ownSession = false;
+
+function fail(message) {
+  page.error = message;
+  $("error").textContent = message;
+}
+
+function clearError() {
+  page.error = null;
+  $("error").textContent = "";
+}
+
+function headers(extra = {}) {
+  const token = $("token").value.trim();
+  return token ? { ...extra, Authorization: `Bearer ${token}` } : extra;
+}
+
+async function api(method, path, body, contentType) {
+  const init = { method, headers: headers(contentType ? { "Content-Type": contentType } : {}), body };
+  const response = await fetch(path, init);
+  const data = response.headers.get("content-type")?.includes("json") ? await response.json() : null;
+  if (!response.ok) throw new Error((data && data.detail) || `HTTP ${response.status}`);
+  return data;
+}
+
+function enable(running) {
+  $("start").disabled = running;
+  for (const id of ["close", "file", "speak", "mic", "interrupt"]) $(id).disabled = !running;
+}
+
+function show(info) {
+  page.info = info;
+  const s = info.stats;
+  $("state").textContent = info.state;
+  $("ttff").textContent = s.ttff_s === null ? "–" : `${s.ttff_s.toFixed(2)} s`;
+  $("speaking").textContent = s.speaking ? "yes" : "no (idle)";
+  $("frames").textContent = `${s.frames}`;
+  $("fps").textContent = s.fps.toFixed(1);
+  $("queued").textContent = `${s.queued_audio_s.toFixed(1)} s`;
+  $("underruns").textContent = `${s.underruns}`;
+  if (info.state !== "running") stop(`session ${info.state}${info.error ? ": " + info.error : ""}`);
+}
+
+async function waitForPlaylist(url) {
+  while (page.sessionId) {
+    const response = await fetch(url, { headers: headers(), cache: "no-store" }).catch(() => null);
+    if (response && response.ok) return true;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+  return false;
+}
+
+async function play(url) {
+  const video = $("video");
+  if (!(await waitForPlaylist(url))) return;
+  if (window.Hls && Hls.isSupported()) {
+    hls = new Hls({
+      liveSyncDurationCount: 2,
+      manifestLoadingMaxRetry: 10,
+      levelLoadingMaxRetry: 10,
+      xhrSetup: (xhr) => { for (const [k, v] of Object.entries(headers())) xhr.setRequestHeader(k, v); },
+    });
+    hls.on(Hls.Events.ERROR, (_, data) => { if (data.fatal) fail(`video: ${data.type} ${data.details}`); });
+    hls.loadSource(url);
+    hls.attachMedia(video);
+  } else if (video.canPlayType("application/vnd.apple.mpegurl") && !$("token").value) {
+    video.src = url; // Safari plays HLS natively (without a token header)
+  } else {
+    return fail("this browser cannot play HLS");
+  }
+  video.play().catch(() => {});
+}
+
+function countFrames(now, meta) {
+  page.playedFrames += 1;
+  $("played").textContent = `${page.playedFrames}`;
+  $("video").requestVideoFrameCallback(countFrames);
+}
+
+async function attach(info) {
+  page.sessionId = info.id;
+  history.replaceState(null, "", `#session=${info.id}`);
+  enable(true);
+  show(info);
+  poller = setInterval(async () => {
+    try { show(await api("GET", `/sessions/${page.sessionId}`)); } catch (err) { stop(String(err.message || err)); }
+  }, 1000);
+  if (info.links.hls) play(info.links.hls);
+  else fail("this session has no HLS output to watch");
+}
+
+function stop(message) {
+  if (poller) clearInterval(poller);
+  poller = null;
+  stopMic();
+  if (hls) hls.destroy();
+  hls = null;
+  page.sessionId = null;
+  ownSession = false;
+  enable(false);
+  if (message) $("state").textContent = message;
+}
+
+async function start() {
+  clearError();
+  try {
+    const form = new FormData();
+    form.append("identity", "demo");
+    form.append("outputs", JSON.stringify({ hls: true }));
+    const info = await api("POST", "/sessions", form);
+    ownSession = true;
+    await attach(info);
+  } catch (err) { fail(`could not start: ${err.message || err}`); }
+}
+
+async function close() {
+  const id = page.sessionId;
+  stop("closed");
+  if (id) await api("DELETE", `/sessions/${id}`).catch(() => {});
+}
+
+async function speakFile() {
+  const file = $("file").files[0];
+  if (!file) return fail("choose an audio file first");
+  try {
+    await api("POST", `/sessions/${page.sessionId}/audio`, file, file.type || "application/octet-stream");
+    clearError();
+  } catch (err) { fail(`upload refused: ${err.message || err}`); }
+}
+
+// The microphone: an AudioWorklet hands 32-bit float PCM to a WebSocket, in the context's own rate.
+const WORKLET = `registerProcessor("pcm-tap", class extends AudioWorkletProcessor {
+  process(inputs) { if (inputs[0][0]) this.port.postMessage(inputs[0][0].slice(0)); return true; }
+});`;
+
+async function startMic() {
+  const stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true } });
+  const context = new AudioContext();
+  await context.audioWorklet.addModule(URL.createObjectURL(new Blob([WORKLET], { type: "text/javascript" })));
+  const node = new AudioWorkletNode(context, "pcm-tap");
+  context.createMediaStreamSource(stream).connect(node);
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const token = $("token").value.trim();
+  const query = new URLSearchParams({ format: "f32le", rate: String(context.sampleRate), channels: "1" });
+  if (token) query.set("token", token);
+  const ws = new WebSocket(`${scheme}://${location.host}/sessions/${page.sessionId}/audio?${query}`);
+  ws.binaryType = "arraybuffer";
+  ws.onmessage = (event) => { const msg = JSON.parse(event.data); if (msg.type === "error") fail(msg.message); };
+  node.port.onmessage = (event) => { if (ws.readyState === WebSocket.OPEN) ws.send(event.data.buffer); };
+  mic = { stream, context, ws };
+  $("mic").classList.add("on");
+  $("mic").textContent = "Microphone on";
+}
+
+function stopMic() {
+  if (!mic) return;
+  mic.ws.close(1000);
+  mic.stream.getTracks().forEach((track) => track.stop());
+  mic.context.close();
+  mic = null;
+  $("mic").classList.remove("on");
+  $("mic").textContent = "Microphone";
+}
+
+$("start").onclick = start;
+$("close").onclick = close;
+$("speak").onclick = speakFile;
+$("interrupt").onclick = () => api("POST", `/sessions/${page.sessionId}/interrupt`).catch((err) => fail(err.message));
+$("mic").onclick = () => (mic ? stopMic() : startMic().catch((err) => fail(`microphone: ${err.message || err}`)));
+$("video").requestVideoFrameCallback(countFrames);
+addEventListener("pagehide", () => {
+  if (ownSession && page.sessionId) fetch(`/sessions/${page.sessionId}`, { method: "DELETE", headers: headers(), keepalive: true });
+});
+
+(async () => {
+  const health = await fetch("/healthz").then((r) => r.json()).catch(() => null);
+  if (health && health.auth_required) $("token-row").classList.remove("hidden");
+  const linked = new URLSearchParams(location.hash.slice(1)).get("session");
+  if (linked) {
+    try { await attach(await api("GET", `/sessions/${linked}`)); } catch (err) { fail(`session ${err.message || err}`); }
+  }
+})();

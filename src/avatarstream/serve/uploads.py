@@ -1,0 +1,110 @@
+"""Client uploads -> validated inputs. Bytes land only under names the server chose, in the session's folder;
+error messages never show server paths."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from fastapi import UploadFile
+from starlette.requests import Request
+
+from avatarstream.errors import InputError
+from avatarstream.serve.audio_input import ClipSegment
+from avatarstream.serve.limits import too_large_message
+from avatarstream.serve.problems import TooLarge, UnsupportedType
+from avatarstream.sources.audio_file import AudioFileSource, open_audio_file
+from avatarstream.sources.reference import load_reference_image
+
+ASSETS = resources.files("avatarstream") / "assets"
+#: Identities a client may name instead of uploading a reference image.
+IDENTITIES = {"demo": "reference.png"}
+AUDIO_TYPES = "audio/wav, audio/mpeg, audio/flac or audio/ogg"
+
+
+def check_audio_type(content_type: str | None) -> None:
+    """Audio uploads say they are audio (or opaque bytes); anything else is refused before decoding."""
+    base = (content_type or "").split(";")[0].strip().lower()
+    if not (base.startswith("audio/") or base in ("application/octet-stream", "video/ogg")):
+        raise UnsupportedType(f"expected an audio file (Content-Type {AUDIO_TYPES}), got {content_type or 'no Content-Type'}")
+
+
+def check_image_type(content_type: str | None) -> None:
+    base = (content_type or "").split(";")[0].strip().lower()
+    if not (base.startswith("image/") or base == "application/octet-stream"):
+        raise UnsupportedType(f"expected a reference image (Content-Type image/png or image/jpeg), got {content_type or 'no Content-Type'}")
+
+
+async def save_body(request: Request, folder: Path, max_bytes: int) -> Path:
+    """Stream a raw request body into a new file in ``folder``."""
+    path = new_upload_path(folder)
+    size = 0
+    try:
+        with open(path, "wb") as out:
+            async for part in request.stream():
+                size += len(part)
+                if size > max_bytes:
+                    raise TooLarge(too_large_message(max_bytes))
+                out.write(part)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def save_upload(upload: UploadFile, folder: Path, max_bytes: int) -> Path:
+    """Copy a spooled multipart file into a new file in ``folder`` (blocking)."""
+    path = new_upload_path(folder)
+    size = 0
+    upload.file.seek(0)
+    with open(path, "wb") as out:
+        while part := upload.file.read(1 << 20):
+            size += len(part)
+            if size > max_bytes:
+                path.unlink(missing_ok=True)
+                raise TooLarge(too_large_message(max_bytes))
+            out.write(part)
+    return path
+
+
+def reference_image(identity: str, upload: UploadFile | None, folder: Path, size: int, max_bytes: int) -> np.ndarray:
+    """The uploaded reference (cropped and resized) or the named identity's (blocking)."""
+    if upload is None:
+        if identity not in IDENTITIES:
+            raise InputError(f"unknown identity {identity!r}; use one of: {', '.join(IDENTITIES)}, or upload a reference image")
+        with resources.as_file(ASSETS / IDENTITIES[identity]) as path:
+            return load_reference_image(path, size)
+    check_image_type(upload.content_type)
+    path = save_upload(upload, folder, max_bytes)
+    try:
+        return load_reference_image(path, size)
+    except InputError as err:
+        raise InputError(str(err).replace(str(path), "the uploaded reference")) from err
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def open_upload_audio(path: Path) -> AudioFileSource:
+    """Open a stored upload as audio; the message names 'the uploaded audio', never the server path."""
+    try:
+        return open_audio_file(path)
+    except InputError as err:
+        path.unlink(missing_ok=True)
+        raise InputError(str(err).replace(str(path), "the uploaded audio")) from err
+
+
+def store_clip(data: bytes, folder: Path) -> ClipSegment:
+    """Client bytes (one encoded clip) stored and validated as audio (blocking)."""
+    path = new_upload_path(folder)
+    path.write_bytes(data)
+    return ClipSegment(open_upload_audio(path), path)
+
+
+def new_upload_path(folder: Path) -> Path:
+    """A fresh file in ``folder`` whose name the server chose (never a client string)."""
+    fd, name = tempfile.mkstemp(prefix="upload-", dir=folder)
+    os.close(fd)
+    return Path(name)

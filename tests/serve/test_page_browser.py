@@ -1,0 +1,38 @@
+"""The page at / in headless Chromium: start a demo session, upload speech, watch the avatar play it live."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from serve_harness import running_server, speech, wav_bytes
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "publish"))  # the publish tests' browser launcher
+from publish_browser import chromium_page  # noqa: E402
+
+
+def test_page_plays_a_session_that_speaks_an_upload(tmp_path) -> None:
+    clip = tmp_path / "hello.wav"
+    clip.write_bytes(wav_bytes(speech(4.0)))
+    with running_server(tmp_path) as base, chromium_page(tmp_path / "profile") as page:
+        page.goto(base + "/")
+        page.click("#start")
+        page.wait_for_function("window.avatarPage.sessionId !== null", timeout=20000)
+        page.wait_for_function("window.avatarPage.playedFrames > 10", timeout=30000)  # idle video plays before any speech
+        page.set_input_files("#file", str(clip))
+        page.click("#speak")
+        page.wait_for_function("window.avatarPage.info && window.avatarPage.info.stats.speaking", timeout=20000)
+        played = page.evaluate("window.avatarPage.playedFrames")
+        time.sleep(2)
+        state = page.evaluate("({...window.avatarPage, video: document.getElementById('video').currentTime})")
+        print(f"\npage: ttff {state['info']['stats']['ttff_s']} s, played {state['playedFrames']} frames, video at {state['video']:.2f} s")
+        assert state["error"] is None
+        assert state["playedFrames"] > played + 20  # still playing, about 25 frames a second
+        assert page.inner_text("#speaking") in ("yes", "no (idle)")
+        sid = state["sessionId"]
+        page.click("#close")
+        page.wait_for_function("window.avatarPage.sessionId === null", timeout=10000)
+        import httpx
+
+        assert httpx.get(f"{base}/sessions/{sid}").json()["state"] == "closed"
