@@ -19,7 +19,7 @@ PREVIEW_ONLY_WINDOW = 10  # segments kept when HLS is written only for the previ
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add --hls, --rtmp, --preview, --fragmented and --encoder (--out, the MP4 file, is the command's own)."""
+    """Add --hls, --rtmp, --kvs*, --preview, --fragmented and --encoder (--out, the MP4 file, is the command's own)."""
     parser.add_argument("--hls", type=Path, metavar="DIR", help="also write a live HLS playlist (fMP4 segments, 1 s each) into DIR")
     parser.add_argument("--rtmp", metavar="URL", help="also publish to an RTMP server, e.g. rtmp://host/live/stream (reconnects on failure)")
     parser.add_argument(
@@ -29,6 +29,10 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help=f"serve a live preview page (HLS or WebRTC) while rendering; default {DEFAULT_PREVIEW}",
     )
+    parser.add_argument("--kvs", metavar="STREAM", help="also stream to Amazon Kinesis Video Streams (region and credentials from the AWS chain)")
+    parser.add_argument("--kvs-stream-arn", metavar="ARN", help="the Kinesis video stream by ARN instead of --kvs NAME")
+    parser.add_argument("--kvs-region", metavar="REGION", help="AWS region of the stream (default: the AWS chain, e.g. AWS_DEFAULT_REGION)")
+    parser.add_argument("--kvs-endpoint", metavar="URL", help="PutMedia data endpoint to use instead of asking GetDataEndpoint")
     parser.add_argument("--fragmented", action="store_true", help="write --out as fragmented MP4: playable while it grows, flat memory")
     parser.add_argument("--encoder", choices=BACKENDS, default="pyav", help="encoder backend (H.264 + AAC)")
 
@@ -37,7 +41,7 @@ def open_publisher(args: argparse.Namespace, settings: EncoderSettings, extra_si
     """Build the sinks the options ask for (checked before any frame exists) and a publisher over them.
 
     ``args.out`` is the MP4 file (None for none). ``extra_sinks`` are outputs
-    built elsewhere (Kinesis Video Streams). Raises InputError for bad
+    built elsewhere. Raises InputError for bad
     option values and PublishError for outputs that cannot be written.
     """
     _check_encoder(args.encoder)
@@ -61,14 +65,23 @@ def open_publisher(args: argparse.Namespace, settings: EncoderSettings, extra_si
             server = PreviewServer(hls_dir, *preview)
             print(f"preview: {server.url}", flush=True)
             sinks.append(server)
+        if args.kvs or args.kvs_stream_arn:
+            sinks.append(_kvs_sink(args))
         sinks += extra_sinks
         if not sinks:
-            raise InputError("no output: give --out FILE.mp4, --hls DIR, --rtmp URL or --preview")
+            raise InputError("no output: give --out FILE.mp4, --hls DIR, --rtmp URL, --kvs STREAM or --preview")
         return Publisher(settings, sinks, encoder=args.encoder)
     except BaseException:
         if server is not None:  # already listening
             server.close()
         raise
+
+
+def _kvs_sink(args: argparse.Namespace) -> Sink:
+    from avatarstream.publish.kvs import KvsSettings, KvsSink  # loads botocore only when asked for
+
+    settings = KvsSettings(stream_name=args.kvs, stream_arn=args.kvs_stream_arn, region=args.kvs_region, endpoint_url=args.kvs_endpoint)
+    return KvsSink(settings)
 
 
 def _check_encoder(name: str) -> None:
