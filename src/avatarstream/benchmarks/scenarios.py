@@ -17,6 +17,7 @@ from avatarstream.benchmarks.raw_loop import raw_frames
 from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS
 from avatarstream.errors import InputError
 from avatarstream.models.demo import DemoConfig
+from avatarstream.runtime.compare import compare_policies, standard_configs
 
 SPEED_KEYS = ("ttff_s", "fps_out", "realtime_factor", "wall_s", "frames", "duration_s")
 
@@ -149,6 +150,19 @@ def compiled(ctx: BenchContext) -> dict[str, Any]:
             "speedup": fast["realtime_factor"] / plain["realtime_factor"]}
 
 
+def residency(ctx: BenchContext) -> dict[str, Any]:
+    """Resident, offloaded and streamed weights side by side: same model, same audio, one run."""
+    family, _ = ctx.family()
+    cfg = family.config
+    reference = ctx.reference(cfg.image_size)
+    speech = ctx.speech(cfg.sample_rate)
+    return compare_policies(
+        lambda config: family.pipeline(ctx.device, residency=config),
+        standard_configs(["a2v_dit", "sr_dit"], slots=1),  # the demo DiTs have 2 blocks: one slot makes them rotate
+        lambda pipeline, observers: pipeline.stream(looped(speech, cfg.sample_rate, ctx.seconds), reference, seed=0, observers=observers),
+    )
+
+
 SCENARIOS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
     "speed": speed,
     "resolution": resolution,
@@ -157,6 +171,7 @@ SCENARIOS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
     "interpolation": interpolation,
     "overlap": overlap,
     "compile": compiled,
+    "residency": residency,
 }
 
 

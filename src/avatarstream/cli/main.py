@@ -36,6 +36,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what --nproc re-runs under torchrun
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         return int(args.run(args) or 0)

@@ -9,6 +9,7 @@ import time
 from importlib import resources
 from pathlib import Path
 
+import torch
 from tqdm import tqdm
 
 from avatarstream.errors import InputError
@@ -18,7 +19,9 @@ from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.pipeline.trace import TraceWriter
 from avatarstream.publish import EncoderSettings
 from avatarstream.publish.options import add_output_arguments, open_publisher
-from avatarstream.runtime.devices import DEVICE_CHOICES, peak_device_bytes, resolve_device
+from avatarstream.runtime.devices import DEVICE_CHOICES, resolve_device
+from avatarstream.runtime.launch import RankInfo, finish, init_rank, relaunch
+from avatarstream.runtime.policies import POLICIES, parse_residency
 from avatarstream.sources.audio_file import open_audio_file
 from avatarstream.sources.reference import load_reference_image
 
@@ -53,6 +56,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--weights", type=Path, help="local folder with config.json and one .safetensors per module (default: the family's own)")
     p.add_argument("--preset", default="veryfast", help="x264 speed preset")
     p.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True, help="finish chunk k (SR, decode) while chunk k+1 generates")
+    p.add_argument(
+        "--residency",
+        default="",
+        help=f"where each module's weights live: module=policy[:option],... with policies {', '.join(POLICIES)} "
+        "(e.g. a2v_dit=streamed:2,sr_dit=offloaded,default=resident; sharded needs --nproc)",
+    )
+    p.add_argument("--nproc", type=int, default=1, help="processes (one per GPU) under torchrun; rank 0 writes the outputs")
     add_output_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(run=run)
@@ -61,26 +71,42 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise InputError(f"--seed must be 0 or more, got {args.seed}")
-    device = resolve_device(args.device)
+    relaunch(args.nproc, args.argv)  # returns in a torchrun worker or when --nproc is 1
+    rank, device = init_rank(resolve_device(args.device))
+    try:
+        return _render(args, rank, device)
+    finally:
+        finish(rank)
+
+
+def _render(args: argparse.Namespace, rank: RankInfo, device: torch.device) -> int:
     audio_path = args.audio or ASSETS / "speech.flac"
     audio = open_audio_file(audio_path)
 
     load_start = time.perf_counter()
     family = load_family(args.model, args.weights)
+    residency = parse_residency(args.residency, family.modules)
     pipeline = family.pipeline(
-        device, chunk_frames=args.chunk_frames, interp_frames=args.interp_frames, steps=args.steps, shift=args.shift, overlap=args.overlap
+        device, chunk_frames=args.chunk_frames, interp_frames=args.interp_frames, steps=args.steps, shift=args.shift, overlap=args.overlap,
+        residency=residency,
     )
     pipeline.prepare()
     load_s = time.perf_counter() - load_start
 
     cfg = family.config
     reference = load_reference_image(args.reference or ASSETS / "reference.png", cfg.image_size)
+    if not rank.publishes:  # every rank computes (sharded modules need all of them); only rank 0 writes
+        with audio:
+            for _ in pipeline.stream(audio, reference, args.prompt, seed=args.seed):
+                pass
+        return 0
     try:
         settings = EncoderSettings(width=cfg.image_size, height=cfg.image_size, fps=cfg.fps, preset=args.preset)
     except ValueError as exc:
         raise InputError(str(exc)) from exc
+    runtime = pipeline.runtime
     recorder = ReportRecorder(
-        lambda: peak_device_bytes(device),
+        runtime.peak_device_bytes,
         extra={
             "model": args.model,
             "weights": family.weights,
@@ -91,8 +117,11 @@ def run(args: argparse.Namespace) -> int:
             "interp_frames": args.interp_frames,
             "steps": args.steps,
             "load_s": round(load_s, 4),
+            "processes": rank.world_size,
+            "numa": dataclasses.asdict(rank.binding) if rank.binding else None,
         },
-        late_fields={"stage_switches": pipeline.runtime.switch_summary},
+        late_fields={"stage_switches": runtime.switch_summary, "runtime": runtime.summary},
+        chunk_fields=runtime.take_chunk_stats,
     )
     observers = [recorder]
     trace = TraceWriter(args.trace) if args.trace else None

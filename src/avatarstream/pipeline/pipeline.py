@@ -77,9 +77,11 @@ class Pipeline:
         self.model_sample_rate = model_sample_rate
         self.output_sample_rate = output_sample_rate
         self.output_channels = output_channels
-        self.overlap = overlap  # finish chunk k on a worker while chunk k+1 generates
         self._by_phase = {phase: tuple(s for s in self.stages if s.phase == phase) for phase in PHASES}
         validate_graph(self.stages)
+        runtime.bind(m for stage in self.stages for m in stage.modules())  # config errors and weight packing now, not mid-request
+        # finish chunk k on a worker while chunk k+1 generates, unless a policy needs one sequence of stages (sharded)
+        self.overlap = overlap and not runtime.sequential_only
         contexts = [s.audio_context_frames() for s in self.stages] or [(0, 0)]
         self.audio_frames_before = max(c[0] for c in contexts)
         self.audio_frames_after = max(c[1] for c in contexts)

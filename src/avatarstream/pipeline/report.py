@@ -41,10 +41,12 @@ class ReportRecorder(RunObserver):
         peak_device_bytes: Callable[[], int | None] = lambda: None,
         extra: dict[str, Any] | None = None,
         late_fields: dict[str, Callable[[], Any]] | None = None,
+        chunk_fields: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self._peak_device_bytes = peak_device_bytes
         self.extra = dict(extra or {})
         self._late_fields = dict(late_fields or {})  # read when the summary is made (e.g. runtime counters)
+        self._chunk_fields = chunk_fields  # read once per chunk (e.g. the runtime's bytes moved and peak memory)
         self.stage_seconds: dict[str, float] = defaultdict(float)
         self.ttff_s: float | None = None
         self.frames = 0
@@ -63,6 +65,7 @@ class ReportRecorder(RunObserver):
             "timeline": list(done.timeline),
             "wall_s": round(done.end_s - done.start_s, 6),
             "rss_bytes": current_rss_bytes(),
+            **(self._chunk_fields() if self._chunk_fields is not None else {}),
         }
         self._spool.write(json.dumps(record) + "\n")
         self.num_chunks += 1

@@ -1,119 +1,246 @@
 """Where module weights live while a session runs (DESIGN.md §6).
 
 The pipeline asks the runtime to ``acquire`` a stage's modules before it runs
-and ``release`` them after, and hints which modules run next so a policy can
-start moving them early. Stages never move weights themselves. This file holds
-the interface and the ``resident`` policy (weights stay on the device).
+and ``release`` them after, and hints which modules the next stage uses so a
+policy can start moving them early. Stages never move weights themselves.
+The runtime applies one policy per module (``policies.py``), and keeps the
+figures of the report: exposed switch time, host-to-device bytes and peak
+device memory.
+
+Stages may run on two threads at once (the pipeline's ``overlap`` finishes
+chunk k on a worker while chunk k+1 generates). Each thread is a lane with its
+own hint and switch marks; policy state changes under one lock.
+
+A module belongs to one runtime at a time: a family builds a new pipeline (and
+runtime) per run in benchmarks, so the runtime that binds a module takes it
+over from the previous one, whose hooks and device buffers go.
 """
 
 from __future__ import annotations
 
-import time
-from abc import ABC, abstractmethod
-from collections import defaultdict
-from dataclasses import dataclass
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import torch
 
 from avatarstream.errors import InputError
 from avatarstream.pipeline.module import Module
+from avatarstream.runtime.device_ops import device_ops
+from avatarstream.runtime.policies import DEFAULT_KEY, PolicySpec
+from avatarstream.runtime.policy import Residency
+from avatarstream.runtime.sharding import is_sharded
+from avatarstream.runtime.switches import switch_timer
+
+_owners: weakref.WeakKeyDictionary[torch.nn.Module, Runtime] = weakref.WeakKeyDictionary()  # network -> its runtime
+_owners_lock = threading.Lock()
 
 
-class ResidencyPolicy(ABC):
-    """How one module's weights move between host and device."""
+class _Lane(threading.local):
+    """What one thread's sequence of stages told the runtime (class attributes are each thread's defaults)."""
 
-    @abstractmethod
-    def acquire(self, module: Module, device: torch.device) -> None:
-        """Make the module's weights usable on ``device``."""
-
-    def release(self, module: Module) -> None:
-        """The stage is done with the module for now."""
-
-    def prefetch(self, module: Module, device: torch.device) -> None:
-        """The module runs soon: start moving it if that helps."""
-
-
-class Resident(ResidencyPolicy):
-    """Weights move to the device once and stay."""
-
-    def acquire(self, module: Module, device: torch.device) -> None:
-        first = next(module.network.parameters(), None)
-        if first is not None and first.device != device:
-            module.network.to(device)
-
-
-POLICIES: dict[str, type[ResidencyPolicy]] = {"resident": Resident}
-
-
-@dataclass
-class SwitchStat:
-    """Exposed time of one kind of stage switch (from the end of one stage's compute to the start of the next)."""
-
-    count: int = 0
-    total_s: float = 0.0
-    max_s: float = 0.0
-
-    def add(self, seconds: float) -> None:
-        self.count += 1
-        self.total_s += seconds
-        self.max_s = max(self.max_s, seconds)
+    upcoming: tuple[Module, ...] = ()
+    prefetch_due = False
+    in_forward = 0  # depth of bound networks' forward calls running on this thread
 
 
 class Runtime:
     """Applies one residency policy per module; the single door through which weights move.
 
-    The pipeline calls ``stage_starts`` before a stage computes (with the
-    modules of the stage that runs after it, so policies can move them early)
-    and ``stage_ends`` after. The time the compute thread spends in the
-    previous stage's release plus this stage's acquire and prefetch is the
-    exposed switch time, kept per kind of switch (pipeline bookkeeping and
-    the consumer of the frames are not part of it).
+    ``stage_starts(stage, modules, upcoming)`` acquires the stage's modules and
+    remembers the next stage's; their prefetch is issued once this stage's
+    first network forward has been queued (the copy then overlaps this stage's
+    compute instead of delaying its first kernel). A module driven through
+    another method (``vae.decode``) triggers it when its first child starts,
+    and a stage that runs no module triggers it when it ends.
+    ``stage_ends`` releases the modules the next stage does not use again.
     """
 
-    def __init__(self, device: torch.device, policies: dict[str, str] | None = None, default: str = "resident") -> None:
+    def __init__(self, device: torch.device, policies: Mapping[str, str] | None = None, default: str = "resident") -> None:
+        config = dict(policies or {})
         self.device = device
-        self._default = self._policy(default)
-        self._by_module = {name: self._policy(policy) for name, policy in (policies or {}).items()}
-        self.switches: dict[str, SwitchStat] = defaultdict(SwitchStat)
-        self._last_end: tuple[str, float] | None = None
+        self.ops = device_ops(device)
+        self._default = PolicySpec.parse(config.pop(DEFAULT_KEY, default))
+        self._specs = {name: PolicySpec.parse(text, name) for name, text in config.items()}
+        self._residencies: dict[str, Residency] = {}
+        self._hooks: dict[str, list[torch.utils.hooks.RemovableHandle]] = {}
+        self._timer = switch_timer(device)
+        self._lane = _Lane()
+        self._lock = threading.RLock()
+        self._h2d_taken = 0
+        self._peak_weight_bytes = 0
+        self._chunk_peak_weight_bytes = 0
+        self._peak_device_bytes: int | None = None
+        self._chunk_peak_device_bytes: int | None = None
 
-    @staticmethod
-    def _policy(name: str) -> ResidencyPolicy:
-        if name not in POLICIES:
-            raise InputError(f"unknown residency policy {name!r}; choose one of: {', '.join(POLICIES)}")
-        return POLICIES[name]()
+    # -- policies -------------------------------------------------------------------------------
 
-    def policy_for(self, module: Module) -> ResidencyPolicy:
-        return self._by_module.get(module.name, self._default)
-
-    def acquire(self, modules: tuple[Module, ...]) -> None:
+    def bind(self, modules: Iterable[Module]) -> None:
+        """Set every module up under its policy now (packing, sharding), and check the config names only real modules."""
+        modules = list(modules)
+        names = {m.name for m in modules}
+        unknown = sorted(set(self._specs) - names)
+        if unknown:
+            raise InputError(f"residency config names {unknown}, which this model does not have; its modules are: {', '.join(sorted(names))}")
         for module in modules:
-            self.policy_for(module).acquire(module, self.device)
+            self.residency(module)
 
-    def release(self, modules: tuple[Module, ...]) -> None:
-        for module in modules:
-            self.policy_for(module).release(module)
+    def residency(self, module: Module) -> Residency:
+        """The module's policy instance (created on first sight, taking the module over from any earlier runtime)."""
+        with self._lock:
+            found = self._residencies.get(module.name)
+            if found is None:
+                self._take_over(module)
+                found = self._specs.get(module.name, self._default).build(module, self.ops)
+                self._residencies[module.name] = found
+                self._hooks[module.name] = self._watch(module.network)
+            return found
 
-    def prefetch(self, modules: tuple[Module, ...]) -> None:
-        for module in modules:
-            self.policy_for(module).prefetch(module, self.device)
+    def _take_over(self, module: Module) -> None:
+        spec = self._specs.get(module.name, self._default)
+        if is_sharded(module.network) and not spec.policy.sequential_only:
+            raise InputError(f"module {module.name!r} was sharded by an earlier pipeline and sharding cannot be undone; load the model again to use {spec.text!r}")
+        with _owners_lock:
+            previous = _owners.get(module.network)
+            _owners[module.network] = self
+        if previous is not None and previous is not self:
+            previous.hand_over(module)
+
+    def hand_over(self, module: Module) -> None:
+        """Let another runtime take ``module``: its policy lets go of the device and its hooks are removed."""
+        with self._lock:
+            residency = self._residencies.pop(module.name, None)
+            if residency is not None:
+                residency.close()
+            for hook in self._hooks.pop(module.name, []):
+                hook.remove()
+
+    def _watch(self, network: torch.nn.Module) -> list[torch.utils.hooks.RemovableHandle]:
+        """Hooks that find the moment to issue the next stage's prefetch (see the class docstring)."""
+        hooks = [network.register_forward_pre_hook(self._forward_starts), network.register_forward_hook(self._forward_ends)]
+        hooks.extend(child.register_forward_pre_hook(self._child_starts) for child in network.children())
+        return hooks
+
+    @property
+    def sequential_only(self) -> bool:
+        """Whether a bound module's policy forbids overlapping stages (sharded: ranks must issue collectives in one order)."""
+        with self._lock:
+            return any(r.sequential_only for r in self._residencies.values())
+
+    def policy_name(self, module: Module) -> str:
+        return self._specs.get(module.name, self._default).text
+
+    def acquire(self, modules: Iterable[Module]) -> None:
+        with self._lock:
+            for module in modules:
+                self.residency(module).acquire()
+            self._note_weight_bytes()
+
+    def release(self, modules: Iterable[Module]) -> None:
+        with self._lock:
+            for module in modules:
+                self.residency(module).release()
+
+    def prefetch(self, modules: Iterable[Module]) -> None:
+        with self._lock:
+            for module in modules:
+                self.residency(module).prefetch()
+            self._note_weight_bytes()
+
+    def close(self) -> None:
+        """Let go of every module: no hooks, no device buffers of the policies."""
+        with self._lock:
+            for residency in list(self._residencies.values()):
+                self.hand_over(residency.module)
+
+    # -- the pipeline's calls -------------------------------------------------------------------
 
     def stage_starts(self, stage: str, modules: tuple[Module, ...], upcoming: tuple[Module, ...]) -> None:
-        started = time.perf_counter()
+        self._timer.acquiring()
         self.acquire(modules)
-        self.prefetch(upcoming)
-        if self._last_end is not None:
-            previous, release_s = self._last_end
-            self.switches[f"{previous}->{stage}"].add(release_s + time.perf_counter() - started)
+        lane = self._lane
+        lane.upcoming, lane.prefetch_due, lane.in_forward = upcoming, True, 0
+        self._timer.ready(stage)
 
     def stage_ends(self, stage: str, modules: tuple[Module, ...]) -> None:
-        started = time.perf_counter()
-        self.release(modules)
-        self._last_end = (stage, time.perf_counter() - started)
+        self._timer.stage_done(stage)
+        self._issue_prefetch()
+        self.release(m for m in modules if m not in self._lane.upcoming)
+        self._timer.released()
+
+    def _forward_starts(self, *_: Any) -> None:
+        self._lane.in_forward += 1
+
+    def _forward_ends(self, *_: Any) -> None:
+        self._lane.in_forward -= 1
+        self._issue_prefetch()
+
+    def _child_starts(self, *_: Any) -> None:
+        if not self._lane.in_forward:  # the module is driven through another method than forward
+            self._issue_prefetch()
+
+    def _issue_prefetch(self) -> None:
+        lane = self._lane
+        if lane.prefetch_due:
+            lane.prefetch_due = False
+            self.prefetch(lane.upcoming)
+
+    # -- figures --------------------------------------------------------------------------------
+
+    def _note_weight_bytes(self) -> None:
+        held = sum(r.device_bytes() for r in self._residencies.values())
+        self._chunk_peak_weight_bytes = max(self._chunk_peak_weight_bytes, held)
+        self._peak_weight_bytes = max(self._peak_weight_bytes, held)
+
+    @property
+    def h2d_bytes(self) -> int:
+        """Bytes moved host-to-device by the policies since the runtime was made."""
+        return self.ops.h2d_bytes
+
+    def take_chunk_stats(self) -> dict[str, int | None]:
+        """Figures since the previous call (the report calls it once per chunk).
+
+        ``h2d_bytes``: bytes moved host-to-device; ``peak_device_bytes``: the
+        device allocator's peak (None on CPU); ``peak_weight_bytes``: the most
+        weight bytes the policies held on the device at once (meaningful on CPU too).
+        """
+        with self._lock:
+            self._fold_device_peak()
+            stats = {
+                "h2d_bytes": self.ops.h2d_bytes - self._h2d_taken,
+                "peak_device_bytes": self._chunk_peak_device_bytes,
+                "peak_weight_bytes": self._chunk_peak_weight_bytes,
+            }
+            self._h2d_taken = self.ops.h2d_bytes
+            self._chunk_peak_device_bytes = None
+            self._chunk_peak_weight_bytes = sum(r.device_bytes() for r in self._residencies.values())
+            return stats
+
+    def peak_device_bytes(self) -> int | None:
+        """Peak device allocator bytes over the whole run (None on CPU).
+
+        Read it here rather than from the allocator: ``take_chunk_stats`` resets the allocator's peak every chunk.
+        """
+        with self._lock:
+            self._fold_device_peak()
+            return self._peak_device_bytes
+
+    def _fold_device_peak(self) -> None:
+        peak = self.ops.take_peak_bytes()
+        if peak is not None:
+            self._chunk_peak_device_bytes = max(self._chunk_peak_device_bytes or 0, peak)
+            self._peak_device_bytes = max(self._peak_device_bytes or 0, peak)
 
     def switch_summary(self) -> dict[str, dict[str, float]]:
         """Per kind of switch: count, mean and max exposed milliseconds."""
+        return self._timer.summary()
+
+    def summary(self) -> dict[str, Any]:
+        """The runtime's part of the run report (stage switches come separately, from ``switch_summary``)."""
         return {
-            name: {"count": st.count, "mean_ms": 1e3 * st.total_s / st.count, "max_ms": 1e3 * st.max_s}
-            for name, st in sorted(self.switches.items())
+            "policies": {name: self.policy_name(r.module) for name, r in sorted(self._residencies.items())},
+            "h2d_bytes": self.h2d_bytes,
+            "peak_weight_bytes": self._peak_weight_bytes,
+            "peak_device_bytes": self.peak_device_bytes(),
         }

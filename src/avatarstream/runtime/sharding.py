@@ -1,0 +1,150 @@
+"""The ``sharded`` policy: FSDP2 across the processes of a node (one per GPU).
+
+Each transformer block and the root are wrapped with ``fully_shard``; every
+unit reshards after its forward, so only one or two blocks are ever gathered,
+and each block asks FSDP to prefetch the next block's all-gather while it
+computes. Options (``sharded:offload+bf16``): ``offload`` keeps the shards in
+host memory (``CPUOffloadPolicy``), ``bf16``/``fp16`` gather and compute in
+that dtype (``MixedPrecisionPolicy``; outputs stay float32). On a CPU build
+the mesh is a gloo mesh and the shards always live in plain host memory
+(``CPUOffloadPolicy(pin_memory=False)``).
+
+Every rank must run the same forwards in the same order (they do: every rank
+runs the whole pipeline and rank 0 publishes).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from itertools import pairwise
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from avatarstream.errors import InputError
+from avatarstream.pipeline.module import Module
+from avatarstream.runtime.device_ops import DeviceOps
+from avatarstream.runtime.policy import Residency
+
+PARAM_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+_sharded: weakref.WeakSet[nn.Module] = weakref.WeakSet()  # networks fully_shard has changed for good
+
+
+def is_sharded(network: nn.Module) -> bool:
+    return network in _sharded
+
+
+def shard_network(
+    network: nn.Module, device: torch.device, *, offload: bool = False, pin_memory: bool = False, param_dtype: torch.dtype | None = None
+) -> list[nn.Module]:
+    """Apply FSDP2 per block of ``network.blocks`` and at the root; returns the FSDP units in forward order.
+
+    Needs an initialized process group.
+    """
+    # imported here: FSDP costs ~0.6 s of import time that runs without sharding never pay
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import (
+        CPUOffloadPolicy,
+        MixedPrecisionPolicy,
+        OffloadPolicy,
+        fully_shard,
+    )
+
+    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+    settings: dict[str, Any] = {
+        "mesh": mesh,
+        "reshard_after_forward": True,
+        "mp_policy": MixedPrecisionPolicy(param_dtype=param_dtype, output_dtype=torch.float32 if param_dtype else None),
+        "offload_policy": CPUOffloadPolicy(pin_memory=pin_memory) if offload else OffloadPolicy(),
+    }
+    blocks = list(network.blocks)
+    for block in blocks:
+        fully_shard(block, **settings)
+    fully_shard(network, **settings)
+    units = [network, *blocks]
+    for unit, following in pairwise(units):
+        unit.set_modules_to_forward_prefetch([following])
+    _sharded.add(network)
+    return units
+
+
+def local_bytes(module: nn.Module) -> int:
+    """Bytes of this rank's shards of ``module``'s parameters (plain tensors count whole)."""
+    tensors = [p.to_local() if hasattr(p, "to_local") else p for p in module.parameters()]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+class Sharded(Residency):
+    """FSDP2 gathers each block just before it runs and frees it right after."""
+
+    name = "sharded"
+    sequential_only = True  # every rank must issue the collectives of all sharded modules in the same order
+
+    @classmethod
+    def options(cls, text: str) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        for word in filter(None, text.split("+")):
+            if word == "offload":
+                options["offload"] = True
+            elif word in PARAM_DTYPES:
+                options["param_dtype"] = PARAM_DTYPES[word]
+            else:
+                raise InputError(f"unknown sharded option {word!r}; use offload and/or {' or '.join(PARAM_DTYPES)}, joined by '+' (e.g. sharded:offload+bf16)")
+        return options
+
+    def __init__(self, module: Module, ops: DeviceOps, offload: bool = False, param_dtype: torch.dtype | None = None) -> None:
+        super().__init__(module, ops)
+        if not (dist.is_available() and dist.is_initialized()):
+            raise InputError(f"module {module.name!r} is set to sharded, which needs one process per GPU: launch with --nproc N (or torchrun)")
+        if not isinstance(getattr(module.network, "blocks", None), nn.ModuleList):
+            raise InputError(f"module {module.name!r} cannot be sharded per block: it has no 'blocks' (an nn.ModuleList)")
+        self.offload = offload or ops.device.type == "cpu"
+        network = module.network
+        if is_sharded(network):  # taken over from an earlier runtime: the sharding it has stays
+            units = [network, *network.blocks]
+        else:
+            units = shard_network(network, ops.device, offload=self.offload, pin_memory=ops.pins_memory, param_dtype=param_dtype)
+        self._shard_bytes = local_bytes(network)
+        self._pending: Any = None
+        self._hooks = []
+        if self.offload and ops.device.type == "cuda":
+            # FSDP copies each unit's host shards in before gathering it; count them with the policies' own copies
+            root, *blocks = units
+            own = {unit: local_bytes(unit) for unit in blocks}
+            own[root] = self._shard_bytes - sum(own.values())
+            self._hooks = [unit.register_forward_pre_hook(_counter(ops, nbytes)) for unit, nbytes in own.items()]
+
+    def prefetch(self) -> None:
+        """Start gathering the root's parameters; FSDP's pre-forward waits for it, and each block prefetches the next."""
+        if self._pending is None:
+            self._pending = self.module.network.unshard(async_op=True)
+
+    def acquire(self) -> None:
+        """Nothing to do up front: FSDP's own pre-forward hooks gather each unit when it runs."""
+
+    def release(self) -> None:
+        if self._pending is not None:
+            self._pending.wait()
+            self._pending = None
+        self.module.network.reshard()
+
+    def device_bytes(self) -> int:
+        return 0 if self.offload else self._shard_bytes
+
+    def close(self) -> None:
+        """Sharding cannot be undone; leave the module resharded."""
+        self.release()
+        for hook in self._hooks:
+            hook.remove()
+
+
+def _counter(ops: DeviceOps, nbytes: int) -> Callable[[nn.Module, tuple], None]:
+    """A forward pre-hook adding ``nbytes`` to the host-to-device counter."""
+
+    def count(_module: nn.Module, _args: tuple) -> None:
+        ops.count_h2d(nbytes)
+
+    return count
