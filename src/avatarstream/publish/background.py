@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import queue
 import threading
-from types import TracebackType
 from typing import Protocol
 
 from avatarstream.errors import PublishError
+from avatarstream.lifecycle import ClosesOnExit
 from avatarstream.publish.media import MediaChunk
 
 _STOP = object()  # queued by close(): no more chunks will follow
@@ -26,7 +26,7 @@ class ChunkWriter(Protocol):
     def close(self) -> None: ...
 
 
-class BackgroundEncoder:
+class BackgroundEncoder(ClosesOnExit):
     """Feeds ``writer.write`` from a worker thread; always closes the writer at the end.
 
     The worker is the only thread that touches the writer, so a writer needs no
@@ -66,16 +66,6 @@ class BackgroundEncoder:
         if self._error is not None and not self._error_raised:
             raise self._worker_failure()
 
-    def __enter__(self) -> BackgroundEncoder:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _work(self) -> None:
         try:

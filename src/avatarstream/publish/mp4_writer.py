@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import TracebackType
 
 import av
 
 from avatarstream.errors import PublishError
+from avatarstream.lifecycle import ClosesOnExit
 from avatarstream.publish.encoders.pyav import PyAvEncoder
 from avatarstream.publish.media import MediaChunk
 from avatarstream.publish.settings import EncoderSettings
@@ -22,7 +22,7 @@ from avatarstream.publish.sinks.file import Mp4FileSink
 from avatarstream.publish.sinks.paths import unwritable
 
 
-class Mp4Writer:
+class Mp4Writer(ClosesOnExit):
     """Single-threaded MP4 encoder; a context manager that always finalizes the file."""
 
     def __init__(self, path: str | os.PathLike[str], settings: EncoderSettings, fragmented: bool = False) -> None:
@@ -68,13 +68,3 @@ class Mp4Writer:
         except (OSError, av.error.FFmpegError) as err:
             raise PublishError(f"cannot finalize output {self.path}: {err}; check free disk space") from err
 
-    def __enter__(self) -> Mp4Writer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

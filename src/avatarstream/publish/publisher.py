@@ -8,8 +8,8 @@ reaches back to generation or to the other sinks.
 
 from __future__ import annotations
 
-from types import TracebackType
 
+from avatarstream.lifecycle import ClosesOnExit
 from avatarstream.publish.background import BackgroundEncoder
 from avatarstream.publish.encoders import Encoder, create_encoder
 from avatarstream.publish.media import MediaChunk
@@ -19,7 +19,7 @@ from avatarstream.publish.settings import EncoderSettings
 from avatarstream.publish.sink import Sink, SinkReport
 
 
-class Publisher:
+class Publisher(ClosesOnExit):
     """Owns the encoder and the sinks; ``close`` (or leaving ``with``) finalizes every output.
 
     ``close`` encodes what is still queued, flushes the encoder, lets each sink
@@ -63,17 +63,6 @@ class Publisher:
         finally:
             self.reports = self._fanout.reports
         return self.reports
-
-    def __enter__(self) -> Publisher:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 class _FanOut:

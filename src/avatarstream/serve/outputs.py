@@ -4,40 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from avatarstream.errors import InputError
-from avatarstream.publish.packets import EncodedPacket, StreamInfo
-from avatarstream.publish.sink import Sink, SinkReport
+from avatarstream.publish.sink import Sink
 from avatarstream.publish.sinks import HlsSink, Mp4FileSink, RtmpSink
 from avatarstream.serve.schemas import Outputs
 
+if TYPE_CHECKING:
+    from avatarstream.publish.preview.webrtc_sink import WebRtcSink
+
 HLS_WINDOW = 10  # segments kept: an endless session needs a bounded folder
 VIDEO_FILE = "video.mp4"
-
-
-class WebRtcSink(Sink):
-    """Forwards packets to the WebRTC viewers of one session (the HTTP side is the app's)."""
-
-    lossless = False
-    reconnect = False
-
-    def __init__(self) -> None:
-        from avatarstream.publish.preview.webrtc import WebRtcRelay  # loads aiortc only when asked for
-
-        self.relay = WebRtcRelay()
-        self.name = "webrtc"
-        self._forwarded = 0
-
-    def open(self, info: StreamInfo) -> None:
-        self.relay.set_stream(info)
-
-    def write(self, packet: EncodedPacket) -> None:
-        self.relay.push(packet)
-        self._forwarded += 1
-
-    def close(self) -> SinkReport:
-        self.relay.close()
-        return SinkReport(self.name, packets_delivered=self._forwarded)
 
 
 @dataclass
@@ -61,6 +39,8 @@ def build_outputs(spec: Outputs, folder: Path, *, live: bool) -> SessionOutputs:
             out.hls_dir = folder / "hls"
             out.sinks.append(HlsSink(out.hls_dir, window=HLS_WINDOW if live else None))
         if spec.webrtc:
+            from avatarstream.publish.preview.webrtc_sink import WebRtcSink  # loads aiortc only when asked for
+
             out.webrtc = WebRtcSink()
             out.sinks.append(out.webrtc)
         if spec.rtmp:

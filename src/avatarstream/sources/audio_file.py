@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from types import TracebackType
 
 import av
 import numpy as np
 
 from avatarstream.errors import InputError
+from avatarstream.lifecycle import ClosesOnExit
 from avatarstream.sources.pcm import PcmBlock
 
 _FORMATS_HINT = "use a WAV, MP3, FLAC or OGG file"
@@ -25,7 +25,7 @@ def open_audio_file(path: str | os.PathLike[str]) -> AudioFileSource:
     return AudioFileSource(path)
 
 
-class AudioFileSource:
+class AudioFileSource(ClosesOnExit):
     """One pass over an audio file as float32 [channels, n] PcmBlocks in [-1, 1].
 
     ``duration_s`` is the length the file header claims (None if it says
@@ -70,16 +70,6 @@ class AudioFileSource:
         """Release the file; safe to call more than once."""
         self._container.close()
 
-    def __enter__(self) -> AudioFileSource:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _blocks(self) -> Iterator[PcmBlock]:
         try:

@@ -9,16 +9,16 @@ a session runs, and every backend yields the same timeline for the same input.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from types import TracebackType
 
 import numpy as np
 
+from avatarstream.lifecycle import ClosesOnExit
 from avatarstream.publish.media import MediaChunk
 from avatarstream.publish.packets import EncodedPacket, StreamInfo
 from avatarstream.publish.settings import EncoderSettings
 
 
-class Encoder(ABC):
+class Encoder(ABC, ClosesOnExit):
     """Encodes one stream once; ``encode`` chunks in timeline order, then ``flush``, then ``close``.
 
     Packets come back in decode order per stream, video and audio interleaved
@@ -63,16 +63,6 @@ class Encoder(ABC):
     def close(self) -> None:
         """Release the codecs (idempotent); packets not flushed are lost."""
 
-    def __enter__(self) -> Encoder:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _check_frames(self, chunk: MediaChunk) -> None:
         expected = (self.settings.height, self.settings.width, 3)

@@ -19,9 +19,8 @@ from importlib import resources
 from pathlib import Path
 
 from avatarstream.errors import PublishError
-from avatarstream.publish.packets import EncodedPacket, StreamInfo
-from avatarstream.publish.preview.webrtc import WebRtcRelay
-from avatarstream.publish.sink import Sink, SinkReport
+from avatarstream.publish.preview.webrtc_sink import WebRtcSink
+from avatarstream.publish.sink import SinkReport
 
 log = logging.getLogger(__name__)
 
@@ -32,15 +31,12 @@ TYPES = {".m3u8": "application/vnd.apple.mpegurl", ".m4s": "video/iso.segment", 
 MAX_OFFER_BYTES = 64 * 1024
 
 
-class PreviewServer(Sink):
+class PreviewServer(WebRtcSink):
     """HTTP on ``host:port`` (port 0: any free one): ``/`` the page, ``/hls/`` the HLS folder, ``/offer`` WebRTC."""
 
-    lossless = False
-    reconnect = False
-
     def __init__(self, hls_dir: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+        super().__init__()
         self.hls_dir = Path(hls_dir).resolve()
-        self.relay = WebRtcRelay()
         try:
             self._http = ThreadingHTTPServer((host, port), _handler(self))
         except OSError as err:
@@ -53,26 +49,18 @@ class PreviewServer(Sink):
         self.name = f"preview:{self.url}"
         self._thread = threading.Thread(target=self._http.serve_forever, name="preview-http", daemon=True)
         self._thread.start()
-        self._forwarded = 0
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in str(self.host) else self.host
         return f"http://{host}:{self.port}/"
 
-    def open(self, info: StreamInfo) -> None:
-        self.relay.set_stream(info)
-
-    def write(self, packet: EncodedPacket) -> None:
-        self.relay.push(packet)
-        self._forwarded += 1
-
     def close(self) -> SinkReport:
         """Hang up the viewers and stop serving."""
-        self.relay.close()
+        report = super().close()
         self._http.shutdown()
         self._http.server_close()
-        return SinkReport(self.name, packets_delivered=self._forwarded)
+        return report
 
 
 def _handler(server: PreviewServer) -> type[BaseHTTPRequestHandler]:

@@ -124,8 +124,8 @@ async function start() {
 
 async function close() {
   const id = page.sessionId;
+  if (id) await api("DELETE", `/sessions/${id}`).catch(() => {});  // the server has freed it when this returns
   stop("closed");
-  if (id) await api("DELETE", `/sessions/${id}`).catch(() => {});
 }
 
 async function speakFile() {
