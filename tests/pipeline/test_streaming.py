@@ -132,7 +132,10 @@ def test_overlapped_execution_gives_identical_frames(reference) -> None:
     samples = speechy(2.0)
     sequential = family.pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=2, overlap=False)
     overlapped = family.pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=2, overlap=True)
+    ahead = family.pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=2, overlap=True, read_ahead=True)
+    assert [s.name for s in ahead._independent] == ["context_gen"]  # prepared a chunk ahead
     a = list(sequential.stream(iter(pieces(samples, 7)), reference, seed=9))
-    b = list(overlapped.stream(iter(pieces(samples, 7)), reference, seed=9))
-    assert [c.first_frame for c in a] == [c.first_frame for c in b]
-    np.testing.assert_array_equal(frames_of(a), frames_of(b))
+    for other in (overlapped, ahead):
+        b = list(other.stream(iter(pieces(samples, 7)), reference, seed=9))
+        assert [c.first_frame for c in a] == [c.first_frame for c in b]
+        np.testing.assert_array_equal(frames_of(a), frames_of(b))

@@ -87,7 +87,7 @@ def _render(args: argparse.Namespace, rank: RankInfo, device: torch.device) -> i
     family = load_family(args.model, args.weights)
     residency = parse_residency(args.residency, family.modules)
     pipeline = family.pipeline(
-        device, chunk_frames=args.chunk_frames, interp_frames=args.interp_frames, steps=args.steps, shift=args.shift, overlap=args.overlap,
+        device, chunk_frames=args.chunk_frames, interp_frames=args.interp_frames, steps=args.steps, shift=args.shift, overlap=args.overlap, read_ahead=True,
         residency=residency,
     )
     pipeline.prepare()

@@ -92,6 +92,7 @@ class DemoFamily:
         shift: float = DEFAULT_SHIFT,
         residency: dict[str, str] | None = None,
         overlap: bool = False,
+        read_ahead: bool = False,
     ) -> Pipeline:
         cfg, m = self.config, self.modules
         plan = ChunkPlan(chunk_frames, interp_frames, MOTION_FRAMES)
@@ -109,7 +110,7 @@ class DemoFamily:
             DecodeStage(m["vae"]),
         ]
         runtime = Runtime(device, residency)
-        return Pipeline(stages, plan, runtime, fps=cfg.fps, model_sample_rate=cfg.sample_rate, overlap=overlap)
+        return Pipeline(stages, plan, runtime, fps=cfg.fps, model_sample_rate=cfg.sample_rate, overlap=overlap, read_ahead=read_ahead)
 
 
 def _read_config(folder: Path) -> DemoConfig:

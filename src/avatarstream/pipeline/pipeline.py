@@ -11,6 +11,7 @@ makes the loop wait.
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,7 @@ class Pipeline:
         output_sample_rate: int = 48000,
         output_channels: int = 2,
         overlap: bool = False,
+        read_ahead: bool = False,
     ) -> None:
         if model_sample_rate % fps:
             raise PipelineGraphError(f"model sample rate {model_sample_rate} is not a whole number of samples per frame at {fps} fps")
@@ -82,6 +84,10 @@ class Pipeline:
         runtime.bind(m for stage in self.stages for m in stage.modules())  # config errors and weight packing now, not mid-request
         # finish chunk k on a worker while chunk k+1 generates, unless a policy needs one sequence of stages (sharded)
         self.overlap = overlap and not runtime.sequential_only
+        # with overlap: read the next chunk's audio early and prepare it while this one generates.
+        # Only for sources that never block (files): a live source would hold this chunk back.
+        self.read_ahead = read_ahead
+        self._independent = independent_prefix(self._by_phase["chunk"])
         contexts = [s.audio_context_frames() for s in self.stages] or [(0, 0)]
         self.audio_frames_before = max(c[0] for c in contexts)
         self.audio_frames_after = max(c[1] for c in contexts)
@@ -151,32 +157,62 @@ class _Run:
     def _chunk_loop(self, worker: FinalizeWorker | None) -> Iterator[MediaChunk]:
         chunk = self.p.plan.first()
         next_publish = 0
-        while True:
-            self._wait_for_audio(chunk)
-            if self.total_frames is not None and self.p.plan.is_past_end(chunk, self.total_frames):
-                break
-            start_s = self.now()
-            pieces = [p for p in (piece.clipped(self.total_frames) for piece in chunk.publishes) if p is not None]
-            latents = self._generate(chunk, publishes=bool(pieces))
-            for i, piece in enumerate(pieces):
-                finish = self._finisher(chunk, latents, piece, more_follow=i + 1 < len(pieces))
-                if worker is None:
-                    yield self._emit(finish())
-                else:
-                    worker.submit(finish)
-                    # the very first frames are waited for: time to first frame beats overlap
-                    for media in worker.drain() if next_publish == 0 else worker.ready(block=True):
-                        yield self._emit(media)
-                next_publish = piece.end
-            end = chunk.contributes[1] if self.total_frames is None else min(chunk.contributes[1], self.total_frames)
-            timeline = (chunk.contributes[0], max(end, chunk.contributes[0]))
-            for obs in self.observers:
-                obs.on_chunk(ChunkDone(chunk, timeline, start_s, self.now()))
-            chunk = self.p.plan.next_after(chunk)
-            self._discard_audio(chunk, next_publish)
-        if worker is not None:
-            for media in worker.drain():
-                yield self._emit(media)
+        ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avatarstream-ahead") if self._reads_ahead(worker) else None
+        prepared: tuple[Chunk, Future[dict[str, Any]]] | None = None
+        try:
+            while True:
+                self._wait_for_audio(chunk)
+                if self.total_frames is not None and self.p.plan.is_past_end(chunk, self.total_frames):
+                    break
+                start_s = self.now()
+                step = prepared[1].result() if prepared is not None and prepared[0] == chunk else self._prepare(chunk)
+                prepared = self._prepare_ahead(ahead, self.p.plan.next_after(chunk))
+                pieces = [p for p in (piece.clipped(self.total_frames) for piece in chunk.publishes) if p is not None]
+                latents = self._generate(chunk, step, publishes=bool(pieces))
+                for i, piece in enumerate(pieces):
+                    finish = self._finisher(chunk, latents, piece, more_follow=i + 1 < len(pieces))
+                    if worker is None:
+                        yield self._emit(finish())
+                    else:
+                        worker.submit(finish)
+                        # the very first frames are waited for: time to first frame beats overlap
+                        for media in worker.drain() if next_publish == 0 else worker.ready(block=True):
+                            yield self._emit(media)
+                    next_publish = piece.end
+                end = chunk.contributes[1] if self.total_frames is None else min(chunk.contributes[1], self.total_frames)
+                timeline = (chunk.contributes[0], max(end, chunk.contributes[0]))
+                for obs in self.observers:
+                    obs.on_chunk(ChunkDone(chunk, timeline, start_s, self.now()))
+                chunk = self.p.plan.next_after(chunk)
+                if prepared is not None:
+                    prepared[1].result()  # it reads the audio that is about to be trimmed
+                self._discard_audio(chunk, next_publish)
+            if worker is not None:
+                for media in worker.drain():
+                    yield self._emit(media)
+        finally:
+            if ahead is not None:
+                ahead.shutdown(wait=True, cancel_futures=True)
+
+    def _reads_ahead(self, worker: FinalizeWorker | None) -> bool:
+        return worker is not None and self.p.read_ahead and bool(self.p._independent)
+
+    def _prepare(self, chunk: Chunk) -> dict[str, Any]:
+        """Run the chunk stages that need no earlier chunk's output (ContextGen: audio features, noise)."""
+        step: dict[str, Any] = {"chunk": chunk, "audio": self.window}
+        stages = self.p._independent
+        for stage, upcoming in zip(stages, (*stages[1:], self.p._by_phase["chunk"][len(stages)]), strict=True):
+            self._run_stage(stage, step, upcoming, chunk=chunk)
+        return step
+
+    def _prepare_ahead(self, ahead: ThreadPoolExecutor | None, chunk: Chunk) -> tuple[Chunk, Future[dict[str, Any]]] | None:
+        """Prepare ``chunk`` on a side thread while the current chunk generates (audio read ahead: file sources)."""
+        if ahead is None:
+            return None
+        self._wait_for_audio(chunk)
+        if self.total_frames is not None and self.p.plan.is_past_end(chunk, self.total_frames):
+            return None
+        return chunk, ahead.submit(self._prepare, chunk)
 
     def _wait_for_audio(self, chunk: Chunk) -> None:
         """Pull audio until the chunk's window (plus look-ahead) is readable or the stream ends."""
@@ -195,11 +231,11 @@ class _Run:
                     f"give at least {1000 / self.p.fps / 2:.0f} ms of audio"
                 )
 
-    def _generate(self, chunk: Chunk, *, publishes: bool) -> torch.Tensor:
+    def _generate(self, chunk: Chunk, step: dict[str, Any], *, publishes: bool) -> torch.Tensor:
+        """The chunk stages after ``_prepare``'s, now that the previous chunks' latents exist."""
         cond_frames = chunk.cond_frames
-        conditioning = None if min(cond_frames, default=-1) < 0 else self.session.held.frames(cond_frames)
-        step: dict[str, Any] = {"chunk": chunk, "audio": self.window, "conditioning": conditioning}
-        stages = self.p._by_phase["chunk"]
+        step["conditioning"] = None if min(cond_frames, default=-1) < 0 else self.session.held.frames(cond_frames)
+        stages = self.p._by_phase["chunk"][len(self.p._independent) :]
         after = self.p._by_phase["final" if publishes else "chunk"][0]  # a held-back N-chunk goes straight to the next chunk
         for stage, upcoming in zip(stages, (*stages[1:], after), strict=True):
             self._run_stage(stage, step, upcoming, chunk=chunk)
@@ -260,6 +296,23 @@ class _Run:
         span = StageSpan(stage.name, stage.phase, start_s, self.now(), chunk, frames)
         for obs in self.observers:
             obs.on_stage(span)
+
+
+def independent_prefix(chunk_stages: Sequence[Stage]) -> tuple[Stage, ...]:
+    """The leading chunk stages that read nothing an earlier chunk produces (so they can run a chunk ahead).
+
+    ``conditioning`` and the outputs of later chunk stages depend on the
+    previous chunk; init values, ``chunk`` and ``audio`` do not.
+    """
+    per_chunk = {"conditioning"} | {w for stage in chunk_stages for w in stage.writes}
+    ready: set[str] = set()
+    prefix: list[Stage] = []
+    for stage in chunk_stages[:-1]:  # the last chunk stage makes the latents: never ahead
+        if not (set(stage.reads) & per_chunk) <= ready:
+            break
+        prefix.append(stage)
+        ready |= set(stage.writes)
+    return tuple(prefix)
 
 
 def validate_graph(stages: Sequence[Stage]) -> None:
