@@ -6,7 +6,7 @@ PIP := $(BIN)/pip install --quiet -c requirements/lock.txt
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.test-deps
 
-.PHONY: demo test install clean
+.PHONY: demo test install clean train-demo eval
 
 $(STAMP): pyproject.toml requirements/lock.txt
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,13 @@ demo: $(STAMP)
 
 test: $(TEST_STAMP)
 	$(BIN)/pytest -q
+
+# retrain the shipped demo weights (about an hour on 2 CPU cores; CUDA when present)
+train-demo: $(TEST_STAMP)
+	nice -n 10 $(BIN)/python -m avatarstream.training --out src/avatarstream/assets/demo --work out/train-demo
+
+eval: $(TEST_STAMP)
+	$(BIN)/avatarstream eval --threads 1 --out out/eval
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

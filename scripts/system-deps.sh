@@ -23,6 +23,7 @@ PACKAGES=(
     nginx                       # the RTMP test server ...
     libnginx-mod-rtmp           # ... and its RTMP module
     chromium                    # headless browser for the preview page tests
+    espeak-ng                   # speech for the demo family's training data, eval and tests
 )
 
 missing=()

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from avatarstream.cli import bench, render, serve
+from avatarstream.cli import eval as eval_cli
 from avatarstream.errors import AvatarStreamError
 
 
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_parser(commands)
     bench.add_parser(commands)
     serve.add_parser(commands)
+    eval_cli.add_parser(commands)
     return parser
 
 

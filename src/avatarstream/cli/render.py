@@ -6,7 +6,6 @@ import argparse
 import dataclasses
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 
 import torch
@@ -23,9 +22,8 @@ from avatarstream.runtime.devices import DEVICE_CHOICES, resolve_device
 from avatarstream.runtime.launch import RankInfo, finish, init_rank, relaunch
 from avatarstream.runtime.policies import POLICIES, parse_residency
 from avatarstream.sources.audio_file import open_audio_file
-from avatarstream.sources.reference import load_reference_image
+from avatarstream.cli.reference_choice import ASSETS, choose_reference
 
-ASSETS = resources.files("avatarstream") / "assets"
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -42,6 +40,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--audio", type=Path, help="driving audio: WAV, MP3, FLAC or OGG, any rate, mono or stereo (default: bundled speech)")
     p.add_argument("--reference", type=Path, help="reference image, PNG or JPEG of any size; centre-cropped (default: bundled avatar)")
+    p.add_argument("--avatar", type=int, metavar="SEED", help="use the procedural identity SEED as the reference (what the demo weights were trained on)")
+    p.add_argument("--threads", type=int, help="torch CPU threads (default: one per core; 1 is faster when other jobs share the cores)")
     p.add_argument("--prompt", default="", help="text / scene conditioning")
     p.add_argument("--out", type=Path, default=Path("out/avatar.mp4"), help="output MP4 (H.264 + AAC); '-' for none when other outputs are given")
     p.add_argument("--report", type=Path, help="write a JSON report: time to first frame, fps, real-time factor, per-stage and per-chunk figures, memory")
@@ -80,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace, rank: RankInfo, device: torch.device) -> int:
+    if args.threads is not None:
+        if args.threads < 1:
+            raise InputError(f"--threads must be at least 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
     audio_path = args.audio or ASSETS / "speech.flac"
     audio = open_audio_file(audio_path)
 
@@ -94,7 +98,8 @@ def _render(args: argparse.Namespace, rank: RankInfo, device: torch.device) -> i
     load_s = time.perf_counter() - load_start
 
     cfg = family.config
-    reference = load_reference_image(args.reference or ASSETS / "reference.png", cfg.image_size)
+    shipped = args.weights is None and not family.weights.startswith("random")
+    reference = choose_reference(args.reference, args.avatar, cfg.image_size, shipped_weights=shipped)
     if not rank.publishes:  # every rank computes (sharded modules need all of them); only rank 0 writes
         with audio:
             for _ in pipeline.stream(audio, reference, args.prompt, seed=args.seed):

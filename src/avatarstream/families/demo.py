@@ -8,6 +8,7 @@ from a fixed seed, so every run of the same command is identical.
 from __future__ import annotations
 
 import json
+from importlib import resources
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,8 @@ from avatarstream.stages.reference import ReferenceEncodeStage
 from avatarstream.stages.super_resolution import SuperResolutionStage
 from avatarstream.stages.text import TextEncodeStage
 
+#: Weights trained by ``make train-demo`` and shipped with the package (see MODEL.md).
+SHIPPED_WEIGHTS = resources.files("avatarstream") / "assets" / "demo"
 #: Motion frames from the previous N-chunk that condition the next one.
 MOTION_FRAMES = 2
 DEFAULT_CHUNK_FRAMES = 12
@@ -62,6 +65,8 @@ class DemoFamily:
 
     @classmethod
     def load(cls, variant: str, weights_dir: str | Path | None, *, seed: int = 0) -> DemoFamily:
+        if weights_dir is None and variant == "default" and (SHIPPED_WEIGHTS / "config.json").is_file():
+            weights_dir = Path(str(SHIPPED_WEIGHTS))
         if weights_dir is None:
             return cls.random(DemoConfig.tiny() if variant == "tiny" else DemoConfig(), seed=seed)
         folder = Path(weights_dir)

@@ -1,0 +1,39 @@
+"""Which reference a render uses: an image, a procedural identity, or the bundled default."""
+
+from __future__ import annotations
+
+import sys
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from avatarstream.avatars.detect import looks_procedural
+from avatarstream.avatars.identity import Identity
+from avatarstream.avatars.renderer import reference_image
+from avatarstream.errors import InputError
+from avatarstream.sources.reference import load_reference_image, square_resize
+
+ASSETS = resources.files("avatarstream") / "assets"
+PHOTO_NOTE = (
+    "note: the bundled demo weights only animate procedural avatars (see MODEL.md); "
+    "use --avatar SEED, or --weights for a model trained on faces"
+)
+
+
+def choose_reference(reference: Path | None, avatar: int | None, size: int, *, shipped_weights: bool) -> np.ndarray:
+    """uint8 RGB [size, size, 3] for ``--reference``, ``--avatar`` or the bundled default."""
+    if reference is not None and avatar is not None:
+        raise InputError("give either --reference IMAGE or --avatar SEED, not both")
+    if avatar is not None:
+        if avatar < 0:
+            raise InputError(f"--avatar must be 0 or more, got {avatar}")
+        return square_resize(Image.fromarray(reference_image(Identity.from_seed(avatar))), size)
+    if reference is None:
+        default = ASSETS / "demo" / "reference.png"
+        return load_reference_image(str(default if default.is_file() else ASSETS / "reference.png"), size)
+    image = load_reference_image(reference, size)
+    if shipped_weights and not looks_procedural(image):
+        print(PHOTO_NOTE, file=sys.stderr)
+    return image

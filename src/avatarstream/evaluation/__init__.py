@@ -1,0 +1,1 @@
+"""Measuring the three promises on procedural avatars, where the ground truth is known."""

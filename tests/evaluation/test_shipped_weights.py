@@ -1,0 +1,46 @@
+"""The shipped demo weights load and animate a held-out avatar in sync (quick check), through `avatarstream eval`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from importlib import resources
+
+import pytest
+import torch
+
+from avatarstream.avatars.speech import espeak_available
+from avatarstream.cli import eval as eval_cli
+from avatarstream.families import load_family
+
+WEIGHTS = resources.files("avatarstream") / "assets" / "demo"
+
+
+def test_shipped_weights_load_and_are_small() -> None:
+    family = load_family("demo", str(WEIGHTS))
+    total = sum(p.stat().st_size for p in WEIGHTS.iterdir() if p.name.endswith(".safetensors"))
+    assert total <= 25 * 2**20
+    assert family.config.image_size == 256
+
+
+@pytest.mark.skipif(not espeak_available(), reason="espeak-ng not installed (scripts/system-deps.sh installs it)")
+@pytest.mark.xfail(strict=True, reason="the bundled weights drift over chunks (exposure bias): measured r = -0.15..0.67 "
+                   "on 6 s held-out clips, see MODEL.md; remove this mark when a retrained set passes")
+def test_eval_on_one_held_out_clip_is_in_sync(tmp_path) -> None:
+    threads = torch.get_num_threads()  # --threads 1 sets it for the process; give it back afterwards
+    try:
+        _eval_one_clip(tmp_path)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _eval_one_clip(tmp_path) -> None:
+    parser = argparse.ArgumentParser()
+    eval_cli.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["eval", "--weights", str(WEIGHTS), "--out", str(tmp_path), "--device", "cpu",
+                              "--clips", "1", "--clip-seconds", "6", "--minutes", "0", "--threads", "1"])
+    assert args.run(args) == 0
+    results = json.loads((tmp_path / "eval.json").read_text())
+    assert {"seam_ratio_with_i_chunks", "seam_ratio_without_i_chunks", "speed_short_clips"} <= set(results)
+    assert (tmp_path / "eval-lipsync.png").stat().st_size > 0 and (tmp_path / "eval-seams.png").stat().st_size > 0
+    assert results["lip_sync_correlation"] > 0.6
