@@ -55,7 +55,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default="demo", choices=sorted(VARIANTS), help="model family / size")
     p.add_argument("--weights", type=Path, help="local folder with config.json and one .safetensors per module (default: the family's own)")
     p.add_argument("--preset", default="veryfast", help="x264 speed preset")
-    p.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True, help="finish chunk k (SR, decode) while chunk k+1 generates")
+    p.add_argument(
+        "--overlap",
+        action=argparse.BooleanOptionalAction,
+        help="finish chunk k (SR, decode) while chunk k+1 generates (default: on with CUDA; off on CPU, where the threads compete for the same cores)",
+    )
     p.add_argument(
         "--residency",
         default="",
@@ -91,7 +95,7 @@ def _render(args: argparse.Namespace, rank: RankInfo, device: torch.device) -> i
     family = load_family(args.model, args.weights)
     residency = parse_residency(args.residency, family.modules)
     pipeline = family.pipeline(
-        device, chunk_frames=args.chunk_frames, interp_frames=args.interp_frames, steps=args.steps, shift=args.shift, overlap=args.overlap, read_ahead=True,
+        device, chunk_frames=args.chunk_frames, interp_frames=args.interp_frames, steps=args.steps, shift=args.shift, overlap=device.type == "cuda" if args.overlap is None else args.overlap, read_ahead=True,
         residency=residency,
     )
     pipeline.prepare()
