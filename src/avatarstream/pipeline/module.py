@@ -59,6 +59,7 @@ class Module:
     def save_weights(self, path: Path) -> None:
         state = {k: v.detach().contiguous().cpu() for k, v in self.network.state_dict().items()}
         save_file(state, str(path))
+        Path(path).chmod(0o644)  # safetensors writes through a private temp file; weights are meant to be shared
 
     @property
     def num_parameters(self) -> int:
