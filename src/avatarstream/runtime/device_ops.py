@@ -67,10 +67,6 @@ class DeviceOps:
     def hand_over(self, buffer: torch.Tensor) -> None:
         """``buffer`` (filled on a side stream) is now used by the compute stream: keep it alive until that is done."""
 
-    def allocated_bytes(self) -> int | None:
-        """Device memory allocated now, or None where there is no device allocator."""
-        return None
-
     def take_peak_bytes(self) -> int | None:
         """Peak allocated device memory since the last call (None on CPU)."""
         return None
@@ -111,9 +107,6 @@ class CudaOps(DeviceOps):
 
     def hand_over(self, buffer: torch.Tensor) -> None:
         buffer.record_stream(torch.cuda.current_stream(self.device))
-
-    def allocated_bytes(self) -> int | None:
-        return int(torch.cuda.memory_allocated(self.device))
 
     def take_peak_bytes(self) -> int | None:
         peak = int(torch.cuda.max_memory_allocated(self.device))
