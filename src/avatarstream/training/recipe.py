@@ -18,12 +18,13 @@ from pathlib import Path
 
 import torch
 
-from avatarstream.families.demo import DemoFamily
-from avatarstream.models.demo import DemoConfig
+from avatarstream.families.demo import DEFAULT_SHIFT, DEFAULT_STEPS, DemoFamily
+from avatarstream.models.demo import DemoConfig, FlowMatchEuler
 from avatarstream.runtime.devices import resolve_device
 from avatarstream.training.a2v import A2VModels, ChunkGeometry, train_a2v
 from avatarstream.training.data import ClipSpec, frame_batches, render_clips
 from avatarstream.training.latents import LatentSet, encode_clips
+from avatarstream.training.rollout import RolloutSettings
 from avatarstream.training.sr import train_sr
 from avatarstream.training.vae import train_vae
 
@@ -38,10 +39,10 @@ class Recipe:
     decoder_steps: int = 2000
     decoder_batch: int = 4
     decoder_lr: float = 1e-3
-    clips: int = 64
-    clip_seconds: float = 8.0
+    clips: int = 192
+    clip_seconds: float = 5.0
     sr_every: int = 8
-    a2v_steps: int = 1600
+    a2v_steps: int = 4000
     a2v_batch: int = 8
     a2v_lr: float = 1e-3
     sr_steps: int = 1500
@@ -49,8 +50,10 @@ class Recipe:
     sr_lr: float = 2e-3
     workers: int = 1
     threads: int = 1
-    """Torch threads on CPU. One core trains while the other renders data; with other jobs
-    sharing the cores one thread is also faster than two (no intra-op barriers)."""
+    """Torch threads on CPU while frames are rendered alongside (VAE, decoder, data): one core trains while
+    the other renders; with other jobs sharing the cores one thread is also faster (no intra-op barriers)."""
+    latent_threads: int = 2
+    """Torch threads on CPU for the stages that train on stored latents (A2V, SR): nothing renders then."""
 
     @classmethod
     def quick(cls) -> Recipe:
@@ -78,8 +81,12 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
         stages: tuple[str, ...] = STAGES) -> dict:
     """Runs the selected stages (missing earlier results are an error) and, when all are done, writes `out`."""
     torch.manual_seed(recipe.seed)
-    if device.type == "cpu":
-        torch.set_num_threads(recipe.threads)
+
+    def use_threads(count: int) -> None:
+        if device.type == "cpu":
+            torch.set_num_threads(count)
+
+    use_threads(recipe.threads)
     work.mkdir(parents=True, exist_ok=True)
     family = DemoFamily.random(config, seed=recipe.seed)
     nets = {name: module.network.to(device) for name, module in family.modules.items()}
@@ -138,17 +145,21 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
     data = LatentSet.load(work / "latents.safetensors")
 
     def a2v_stage() -> dict:
+        use_threads(recipe.latent_threads)
         models = A2VModels(nets["a2v_dit"], nets["audio_encoder"], nets["reference_encoder"])
         text_encoder = nets["text_encoder"]
         text = text_encoder(text_encoder.tokenize("").to(device))
+        rollout = RolloutSettings()
         final = train_a2v(models, data, text, recipe.a2v_steps, recipe.seed + 1, samples_per_frame=config.samples_per_frame,
-                          geometry=ChunkGeometry(), batch=recipe.a2v_batch, lr=recipe.a2v_lr, log=Progress("a2v", recipe.a2v_steps, every=25))
+                          sampler=FlowMatchEuler(DEFAULT_STEPS, DEFAULT_SHIFT), geometry=ChunkGeometry(), rollout=rollout,
+                          batch=recipe.a2v_batch, lr=recipe.a2v_lr, log=Progress("a2v", recipe.a2v_steps, every=25))
         save(["a2v_dit", "audio_encoder", "reference_encoder"])
-        return {"steps": recipe.a2v_steps, "final": final}
+        return {"steps": recipe.a2v_steps, "rollout": asdict(rollout), "final": final}
 
     a2v_done = stage("a2v", ["a2v_dit.safetensors", "audio_encoder.safetensors", "reference_encoder.safetensors"], a2v_stage)
 
     def sr_stage() -> dict:
+        use_threads(recipe.latent_threads)
         final = train_sr(nets["sr_dit"], data, recipe.sr_steps, recipe.seed + 2, batch=recipe.sr_batch, lr=recipe.sr_lr,
                          log=Progress("sr", recipe.sr_steps, every=25))
         save(["sr_dit"])

@@ -1,0 +1,122 @@
+"""Rollouts: the model's own chunks, fed back as conditioning while it trains.
+
+At inference every N-chunk after the first is conditioned on the previous
+chunk's generated frames, and every I-chunk on two generated anchors. A model
+trained only on ground-truth conditioning has never seen its own errors, so
+they compound and the face drifts within seconds. Every few steps the trainer
+therefore samples short chains of chunks with the current weights, exactly as
+the pipeline does (same sampler, same chunk geometry), and keeps what the
+next chunk would be conditioned on in a bounded buffer. Training windows
+drawn from it pair that generated conditioning with the ground-truth frames
+that follow, which teaches the model to pull back towards the reference and
+the audio instead of copying its own drift forward.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from avatarstream.models.demo import FlowMatchEuler
+from avatarstream.training.latents import LatentSet
+
+
+@dataclass(frozen=True)
+class RolloutSettings:
+    share: float = 0.5
+    """Share of N- and I-chunk windows conditioned on generated frames (once the buffer has some)."""
+    start: float = 0.25
+    """Fraction of the run before the first refresh: until the model makes faces, its rollouts teach nothing."""
+    every: int = 12
+    """Training steps between two refreshes of the buffer."""
+    chains: int = 8
+    """Chains sampled per refresh (one batch)."""
+    depth: int = 3
+    """Chunks per chain: errors of up to `depth` generated chunks in a row are seen."""
+    from_reference: float = 0.3
+    """Share of chains that start like a session does, from the reference instead of ground-truth frames."""
+    capacity: int = 384
+    """Entries kept per kind; the oldest (from older weights) go first."""
+
+
+@dataclass(frozen=True)
+class Conditioning:
+    """Generated conditioning for the window of `clip` that starts at frame `start`."""
+
+    clip: int
+    start: int
+    frames: Tensor  # [C, K, h, w] float16: the motion frames (N) or the two anchors (I)
+
+
+class RolloutBuffer:
+    """Bounded store of generated conditioning for N-windows and I-windows."""
+
+    def __init__(self, settings: RolloutSettings, seed: int) -> None:
+        self.settings = settings
+        self.n: deque[Conditioning] = deque(maxlen=settings.capacity)
+        self.i: deque[Conditioning] = deque(maxlen=settings.capacity)
+        self._random = random.Random(seed)
+
+    def draw(self, kind: str) -> Conditioning | None:
+        """A stored entry for a window of `kind` with probability `share`; None means use ground truth."""
+        entries = self.n if kind == "N" else self.i
+        if not entries or self._random.random() >= self.settings.share:
+            return None
+        return entries[self._random.randrange(len(entries))]
+
+    def add(self, kind: str, clips: list[int], starts: list[int], frames: Tensor) -> None:
+        entries = self.n if kind == "N" else self.i
+        for clip, start, cond in zip(clips, starts, frames.half().cpu()):
+            entries.append(Conditioning(clip, start, cond.clone()))
+
+
+@torch.no_grad()
+def sample_chains(models, data: LatentSet, text: Tensor, sampler: FlowMatchEuler, geometry, settings: RolloutSettings,
+                  window_audio, generator: torch.Generator, buffer: RolloutBuffer) -> None:
+    """Generates `settings.chains` chains of `settings.depth` N-chunks and stores the conditioning they lead to.
+
+    `window_audio(clip, start, frames)` returns the audio samples a window needs (with its context).
+    """
+    g, s = geometry, settings
+    m, length = g.motion_frames, g.chunk_frames
+    window = m + length
+    device = text.device
+    clips = torch.randint(len(data.base), (s.chains,), generator=generator).tolist()
+    starts, cond = [], []
+    for clip in clips:
+        frames = data.base[clip].shape[1]
+        latest = frames - window - s.depth * length
+        if latest < 0 or torch.rand((), generator=generator).item() < s.from_reference:
+            starts.append(-m)
+            cond.append(data.reference_base[clip].float()[:, None].expand(-1, m, -1, -1))
+        else:
+            start = int(torch.randint(latest + 1, (), generator=generator))
+            starts.append(start)
+            cond.append(data.base[clip][:, start:start + m].float())
+    motion = torch.stack(cond).to(device)
+    reference = models.reference_encoder(data.reference_base[clips].float().to(device))
+    mask = torch.zeros(s.chains, window, device=device)
+    mask[:, :m] = 1.0
+    previous: Tensor | None = None
+    for _ in range(s.depth):
+        audio = models.audio_encoder(torch.stack([window_audio(c, st, window) for c, st in zip(clips, starts)]).to(device))
+        conditioning = torch.zeros(s.chains, motion.shape[1], window, *motion.shape[3:], device=device)
+        conditioning[:, :, :m] = motion
+        noise = torch.randn(conditioning.shape, generator=generator).to(device)
+        dit = models.dit
+        latents = sampler.sample(lambda x, t: dit(x, conditioning, mask, t, audio, text.expand(s.chains, -1, -1), reference),
+                                 noise)
+        generated = latents[:, :, m:]
+        if previous is not None:  # the I-chunk between the previous chunk and this one
+            anchors = torch.stack([previous[:, :, -1], generated[:, :, g.interp_frames]], dim=2)
+            buffer.add("I", clips, [st + m - 1 for st in starts], anchors)
+        starts = [st + length for st in starts]
+        motion = generated[:, :, -m:]
+        fits = [st + window <= data.base[c].shape[1] for c, st in zip(clips, starts)]
+        keep = [i for i, ok in enumerate(fits) if ok]
+        buffer.add("N", [clips[i] for i in keep], [starts[i] for i in keep], motion[keep])
+        previous = generated
