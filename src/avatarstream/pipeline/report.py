@@ -12,6 +12,7 @@ import os
 import resource
 import sys
 import tempfile
+import threading
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +49,7 @@ class ReportRecorder(RunObserver):
         self._late_fields = dict(late_fields or {})  # read when the summary is made (e.g. runtime counters)
         self._chunk_fields = chunk_fields  # read once per chunk (e.g. the runtime's bytes moved and peak memory)
         self.stage_seconds: dict[str, float] = defaultdict(float)
+        self._stage_lock = threading.Lock()  # stages report from the loop, the finalize worker and the read-ahead thread
         self.ttff_s: float | None = None
         self.frames = 0
         self.duration_s = 0.0
@@ -56,7 +58,8 @@ class ReportRecorder(RunObserver):
         self._spool = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - closed in close()
 
     def on_stage(self, span: StageSpan) -> None:
-        self.stage_seconds[span.stage] += span.end_s - span.start_s
+        with self._stage_lock:
+            self.stage_seconds[span.stage] += span.end_s - span.start_s
 
     def on_chunk(self, done: ChunkDone) -> None:
         record = {
