@@ -24,8 +24,6 @@ def test_shipped_weights_load_and_are_small() -> None:
 
 
 @pytest.mark.skipif(not espeak_available(), reason="espeak-ng not installed (scripts/system-deps.sh installs it)")
-@pytest.mark.xfail(strict=True, reason="the bundled weights drift over chunks (exposure bias): measured r = -0.15..0.67 "
-                   "on 6 s held-out clips, see MODEL.md; remove this mark when a retrained set passes")
 def test_eval_on_one_held_out_clip_is_in_sync(tmp_path) -> None:
     threads = torch.get_num_threads()  # --threads 1 sets it for the process; give it back afterwards
     try:
