@@ -9,7 +9,7 @@ chunk plan exactly:
   first chunk the reference latent repeated. Part of the windows take it from
   the model's own rollouts instead (`rollout.py`), as inference does.
 * I-chunk: ``interp_frames + 2`` frames with anchors at both ends; the frames
-  between are generated.
+  between are generated. Rollout I-windows are generated throughout.
 
 The audio encoder and reference encoder train jointly with the DiT; the text
 encoder stays as initialised and sees the empty prompt (the demo has no text
@@ -64,7 +64,10 @@ def sample_chunks(data: LatentSet, kind: str, batch: int, geometry: ChunkGeometr
     xs, conds, audios, clips = [], [], [], []
     for _ in range(batch):
         generated = rollouts.draw(kind) if rollouts is not None else None
-        if generated is not None:
+        if generated is not None and kind == "I":  # anchors and frames between from one generated chunk
+            clip, start = generated.clip, generated.start
+            x = cond = generated.frames.float()
+        elif generated is not None:  # generated motion frames, then the clip's own frames
             clip, start = generated.clip, generated.start
             x = data.base[clip][:, start:start + window].float()
             cond = x.clone()

@@ -10,6 +10,12 @@ next chunk would be conditioned on in a bounded buffer. Training windows
 drawn from it pair that generated conditioning with the ground-truth frames
 that follow, which teaches the model to pull back towards the reference and
 the audio instead of copying its own drift forward.
+
+I-chunks are different: their job is continuity with both anchors, and
+ground-truth frames between generated anchors would teach them to jump away
+from the anchors (measured: 3x the frame-to-frame change at each anchor).
+Their rollout windows are therefore cut from inside one generated chunk,
+anchors and frames between alike, so target and anchors always agree.
 """
 
 from __future__ import annotations
@@ -45,11 +51,11 @@ class RolloutSettings:
 
 @dataclass(frozen=True)
 class Conditioning:
-    """Generated conditioning for the window of `clip` that starts at frame `start`."""
+    """Generated frames for the window of `clip` that starts at frame `start`."""
 
     clip: int
     start: int
-    frames: Tensor  # [C, K, h, w] float16: the motion frames (N) or the two anchors (I)
+    frames: Tensor  # [C, K, h, w] float16: the motion frames (N) or the whole window (I)
 
 
 class RolloutBuffer:
@@ -77,7 +83,7 @@ class RolloutBuffer:
 @torch.no_grad()
 def sample_chains(models, data: LatentSet, text: Tensor, sampler: FlowMatchEuler, geometry, settings: RolloutSettings,
                   window_audio, generator: torch.Generator, buffer: RolloutBuffer) -> None:
-    """Generates `settings.chains` chains of `settings.depth` N-chunks and stores the conditioning they lead to.
+    """Generates `settings.chains` chains of `settings.depth` N-chunks and stores N- and I-windows from them.
 
     `window_audio(clip, start, frames)` returns the audio samples a window needs (with its context).
     """
@@ -101,7 +107,7 @@ def sample_chains(models, data: LatentSet, text: Tensor, sampler: FlowMatchEuler
     reference = models.reference_encoder(data.reference_base[clips].float().to(device))
     mask = torch.zeros(s.chains, window, device=device)
     mask[:, :m] = 1.0
-    previous: Tensor | None = None
+    interp_window = g.interp_frames + 2
     for _ in range(s.depth):
         audio = models.audio_encoder(torch.stack([window_audio(c, st, window) for c, st in zip(clips, starts)]).to(device))
         conditioning = torch.zeros(s.chains, motion.shape[1], window, *motion.shape[3:], device=device)
@@ -111,12 +117,10 @@ def sample_chains(models, data: LatentSet, text: Tensor, sampler: FlowMatchEuler
         latents = sampler.sample(lambda x, t: dit(x, conditioning, mask, t, audio, text.expand(s.chains, -1, -1), reference),
                                  noise)
         generated = latents[:, :, m:]
-        if previous is not None:  # the I-chunk between the previous chunk and this one
-            anchors = torch.stack([previous[:, :, -1], generated[:, :, g.interp_frames]], dim=2)
-            buffer.add("I", clips, [st + m - 1 for st in starts], anchors)
+        offset = int(torch.randint(length - interp_window + 1, (), generator=generator))
+        buffer.add("I", clips, [st + m + offset for st in starts], generated[:, :, offset:offset + interp_window])
         starts = [st + length for st in starts]
         motion = generated[:, :, -m:]
         fits = [st + window <= data.base[c].shape[1] for c, st in zip(clips, starts)]
         keep = [i for i, ok in enumerate(fits) if ok]
         buffer.add("N", [clips[i] for i in keep], [starts[i] for i in keep], motion[keep])
-        previous = generated
