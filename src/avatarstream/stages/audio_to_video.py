@@ -31,20 +31,32 @@ class AudioToVideoStage(Stage):
     def run(self, ctx: StageContext) -> None:
         chunk = ctx["chunk"]
         noise = ctx["noise"]
-        positions = list(chunk.cond_positions)
         conditioning = ctx["conditioning"]
         if conditioning is None:  # nothing generated before: the reference stands in for motion frames
-            conditioning = ctx["reference_latent"][:, :, None].expand(-1, -1, len(positions), -1, -1)
-        cond = torch.zeros_like(noise)
-        cond[:, :, positions] = conditioning.to(noise.dtype)
-        mask = torch.zeros(noise.shape[0], noise.shape[2], device=noise.device, dtype=noise.dtype)
-        mask[:, positions] = 1.0
-        dit = self.dit.network
-        audio, text, reference = ctx["audio_features"], ctx["text_tokens"], ctx["reference_tokens"]
+            conditioning = ctx["reference_latent"][:, :, None].expand(-1, -1, len(chunk.cond_positions), -1, -1)
+        ctx["latents"] = sample_window(self.dit.network, self.sampler, noise, conditioning, list(chunk.cond_positions),
+                                       ctx["audio_features"], ctx["text_tokens"], ctx["reference_tokens"])
 
-        def velocity(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-            return dit(x, cond, mask, t, audio, text, reference)
 
-        latents = self.sampler.sample(velocity, noise)
-        latents[:, :, positions] = cond[:, :, positions]
-        ctx["latents"] = latents
+def sample_window(dit, sampler, noise: torch.Tensor, conditioning: torch.Tensor, positions: list[int],
+                  audio: torch.Tensor, text: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+    """Samples a window whose frames at `positions` are given; the trainer's rollouts call it too.
+
+    At every step the conditioning positions of the input hold the conditioning noised to the step's t,
+    as in training (x_t = (1 - t) x0 + t noise everywhere); left to the sampler they would follow the
+    model's untrained velocity there and reach the model far from anything it was trained on.
+    """
+    cond = torch.zeros_like(noise)
+    cond[:, :, positions] = conditioning.to(noise.dtype)
+    mask = torch.zeros(noise.shape[0], noise.shape[2], device=noise.device, dtype=noise.dtype)
+    mask[:, positions] = 1.0
+
+    def velocity(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        x = x.clone()
+        tt = t[:, None, None, None, None]
+        x[:, :, positions] = (1 - tt) * cond[:, :, positions] + tt * noise[:, :, positions]
+        return dit(x, cond, mask, t, audio, text, reference)
+
+    latents = sampler.sample(velocity, noise)
+    latents[:, :, positions] = cond[:, :, positions]
+    return latents

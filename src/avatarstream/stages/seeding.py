@@ -1,6 +1,6 @@
 """Noise that depends only on (seed, what it is for), never on execution order.
 
-Each chunk and each output frame draws from its own generator, so batch,
+Every draw has its own generator keyed by what it is for, so batch,
 streaming and overlapped execution produce identical frames, and noise is
 drawn on the CPU so a CUDA run matches a CPU run.
 """

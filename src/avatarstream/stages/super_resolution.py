@@ -11,7 +11,9 @@ from avatarstream.stages.seeding import seeded_noise
 
 
 class SuperResolutionStage(Stage):
-    """Noise is drawn per timeline frame, so SR output never depends on how frames were grouped."""
+    """One noise frame per session for every output frame: SR output never depends on how frames were grouped,
+    and a still face stays still (noise drawn per frame made every frame differ, a flicker 8x the ground
+    truth's frame-to-frame change)."""
 
     name = "super_resolution"
     phase = "final"
@@ -29,5 +31,5 @@ class SuperResolutionStage(Stage):
         reference = ctx["reference_latent_full"]
         batch, channels, height, width = reference.shape
         first, end = ctx["frames_range"]
-        per_frame = [seeded_noise((batch, channels, 1, height, width), low.device, ctx.seed, "sr", f) for f in range(first, end)]
-        ctx["sr_latents"] = self.sr.network(low, reference, torch.cat(per_frame, dim=2))
+        noise = seeded_noise((batch, channels, 1, height, width), low.device, ctx.seed, "sr")
+        ctx["sr_latents"] = self.sr.network(low, reference, noise.expand(-1, -1, end - first, -1, -1))

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from avatarstream.models.demo import FlowMatchEuler
+from avatarstream.stages.audio_to_video import sample_window
 from avatarstream.training.latents import LatentSet
 
 
@@ -105,17 +106,12 @@ def sample_chains(models, data: LatentSet, text: Tensor, sampler: FlowMatchEuler
             cond.append(data.base[clip][:, start:start + m].float())
     motion = torch.stack(cond).to(device)
     reference = models.reference_encoder(data.reference_base[clips].float().to(device))
-    mask = torch.zeros(s.chains, window, device=device)
-    mask[:, :m] = 1.0
     interp_window = g.interp_frames + 2
     for _ in range(s.depth):
         audio = models.audio_encoder(torch.stack([window_audio(c, st, window) for c, st in zip(clips, starts)]).to(device))
-        conditioning = torch.zeros(s.chains, motion.shape[1], window, *motion.shape[3:], device=device)
-        conditioning[:, :, :m] = motion
-        noise = torch.randn(conditioning.shape, generator=generator).to(device)
-        dit = models.dit
-        latents = sampler.sample(lambda x, t: dit(x, conditioning, mask, t, audio, text.expand(s.chains, -1, -1), reference),
-                                 noise)
+        noise = torch.randn(s.chains, motion.shape[1], window, *motion.shape[3:], generator=generator).to(device)
+        latents = sample_window(models.dit, sampler, noise, motion, list(range(m)), audio, text.expand(s.chains, -1, -1),
+                                reference)
         generated = latents[:, :, m:]
         offset = int(torch.randint(length - interp_window + 1, (), generator=generator))
         buffer.add("I", clips, [st + m + offset for st in starts], generated[:, :, offset:offset + interp_window])
