@@ -39,7 +39,5 @@ class ContextGenStage(Stage):
         samples = ctx["audio"].read(chunk.window_start - network.frames_before, chunk.window_end + network.frames_after)
         ctx["audio_features"] = network(torch.from_numpy(samples)[None].to(device))
         channels, height, width = self.latent_shape
-        # One noise frame for every frame of every chunk: independent noise per frame left each frame with its
-        # own residual texture, 2.5x the ground truth's frame-to-frame change within chunks and more at seams.
-        frame = seeded_noise((1, channels, 1, height, width), device, ctx.seed, "a2v")
-        ctx["noise"] = frame.expand(-1, -1, chunk.window_frames, -1, -1).contiguous()
+        shape = (1, channels, chunk.window_frames, height, width)
+        ctx["noise"] = seeded_noise(shape, device, ctx.seed, "chunk", chunk.kind, chunk.index)
