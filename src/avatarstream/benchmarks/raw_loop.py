@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from avatarstream.families.demo import MOTION_FRAMES, DemoFamily
 from avatarstream.models.demo import FlowMatchEuler
 from avatarstream.pipeline.chunks import ChunkPlan
+from avatarstream.stages.audio_to_video import sample_window
 from avatarstream.stages.decode import video_to_frames
 from avatarstream.stages.reference import image_to_video_tensor
 from avatarstream.stages.seeding import seeded_noise
@@ -52,14 +53,11 @@ def raw_frames(
         audio = net["audio_encoder"](torch.from_numpy(window)[None].to(device))
         noise = seeded_noise((1, cfg.vae.latent_channels, chunk.window_frames, cfg.base_latent_size, cfg.base_latent_size), device, seed, "chunk", chunk.kind, chunk.index)
         positions = list(chunk.cond_positions)
-        cond, mask = torch.zeros_like(noise), torch.zeros(1, chunk.window_frames, device=device)
         if chunk.kind == "N" and chunk.index == 0:
-            cond[:, :, positions] = ref_base[:, :, None].expand(-1, -1, len(positions), -1, -1)
+            conditioning = ref_base[:, :, None].expand(-1, -1, len(positions), -1, -1)
         else:
-            cond[:, :, positions] = torch.cat([timeline_frame(f) for f in chunk.cond_frames], dim=2)
-        mask[:, positions] = 1.0
-        latents = sampler.sample(lambda x, t: net["a2v_dit"](x, cond, mask, t, audio, text, ref_tokens), noise)
-        latents[:, :, positions] = cond[:, :, positions]
+            conditioning = torch.cat([timeline_frame(f) for f in chunk.cond_frames], dim=2)
+        latents = sample_window(net["a2v_dit"], sampler, noise, conditioning, positions, audio, text, ref_tokens)
         if chunk.kind == "N":
             n_latents[chunk.index] = (chunk.window_start, latents)
             n_latents.pop(chunk.index - 2, None)
@@ -69,6 +67,6 @@ def raw_frames(
                 continue
             source = latents if piece.source == (chunk.kind, chunk.index) else n_latents[piece.source[1]][1]
             low = source[:, :, clipped.offset : clipped.offset + clipped.end - clipped.start]
-            sr_noise = torch.cat([seeded_noise((1, *ref_full.shape[1:2], 1, *ref_full.shape[2:]), device, seed, "sr", f) for f in range(clipped.start, clipped.end)], dim=2)
+            sr_noise = seeded_noise((1, *ref_full.shape[1:2], 1, *ref_full.shape[2:]), device, seed, "sr").expand(-1, -1, low.shape[2], -1, -1)
             video, cache = net["vae"].decode(net["sr_dit"](low, ref_full, sr_noise), cache)
             yield video_to_frames(video).numpy()
