@@ -45,6 +45,8 @@ class Recipe:
     a2v_steps: int = 4000
     a2v_batch: int = 8
     a2v_lr: float = 1e-3
+    rollout_every: int = 12
+    """A2V steps between two refreshes of the rollout buffer (`training/rollout.py`)."""
     sr_steps: int = 1500
     sr_batch: int = 16
     sr_lr: float = 2e-3
@@ -58,7 +60,8 @@ class Recipe:
     @classmethod
     def quick(cls) -> Recipe:
         """Minutes, not an hour: for smoke tests of the whole recipe."""
-        return cls(vae_steps=20, decoder_steps=10, clips=4, clip_seconds=3.0, a2v_steps=12, sr_steps=10, workers=0)
+        return cls(vae_steps=20, decoder_steps=10, clips=4, clip_seconds=3.0, a2v_steps=12, rollout_every=4, sr_steps=10,
+                   workers=0)
 
 
 class Progress:
@@ -149,7 +152,7 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
         models = A2VModels(nets["a2v_dit"], nets["audio_encoder"], nets["reference_encoder"])
         text_encoder = nets["text_encoder"]
         text = text_encoder(text_encoder.tokenize("").to(device))
-        rollout = RolloutSettings()
+        rollout = RolloutSettings(every=recipe.rollout_every)
         final = train_a2v(models, data, text, recipe.a2v_steps, recipe.seed + 1, samples_per_frame=config.samples_per_frame,
                           sampler=FlowMatchEuler(DEFAULT_STEPS, DEFAULT_SHIFT), geometry=ChunkGeometry(), rollout=rollout,
                           batch=recipe.a2v_batch, lr=recipe.a2v_lr, log=Progress("a2v", recipe.a2v_steps, every=25))
