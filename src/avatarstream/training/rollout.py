@@ -15,14 +15,18 @@ I-chunks are different: their job is continuity with both anchors, and
 ground-truth frames between generated anchors would teach them to jump away
 from the anchors (measured: 3x the frame-to-frame change at each anchor).
 Their rollout windows are therefore cut from inside one generated chunk,
-anchors and frames between alike, so target and anchors always agree.
+anchors and frames between alike, so target and anchors always agree. This
+helped less than hoped: I-chunks still jump at their anchors about 2.7x the
+change between their own frames (MODEL.md, Evaluation).
 """
 
 from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -30,6 +34,9 @@ from torch import Tensor
 from avatarstream.models.demo import FlowMatchEuler
 from avatarstream.stages.audio_to_video import sample_window
 from avatarstream.training.latents import LatentSet
+
+if TYPE_CHECKING:  # a2v.py imports this module
+    from avatarstream.training.a2v import A2VModels, ChunkGeometry
 
 
 @dataclass(frozen=True)
@@ -82,8 +89,9 @@ class RolloutBuffer:
 
 
 @torch.no_grad()
-def sample_chains(models, data: LatentSet, text: Tensor, sampler: FlowMatchEuler, geometry, settings: RolloutSettings,
-                  window_audio, generator: torch.Generator, buffer: RolloutBuffer) -> None:
+def sample_chains(models: A2VModels, data: LatentSet, text: Tensor, sampler: FlowMatchEuler, geometry: ChunkGeometry,
+                  settings: RolloutSettings, window_audio: Callable[[int, int, int], Tensor], generator: torch.Generator,
+                  buffer: RolloutBuffer) -> None:
     """Generates `settings.chains` chains of `settings.depth` N-chunks and stores N- and I-windows from them.
 
     `window_audio(clip, start, frames)` returns the audio samples a window needs (with its context).
