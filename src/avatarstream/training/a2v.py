@@ -74,14 +74,14 @@ def sample_chunks(data: LatentSet, kind: str, batch: int, geometry: ChunkGeometr
             cond[:, cond_positions] = generated.frames.float()
         else:
             clip = int(torch.randint(len(data.base), (), generator=generator))
-            latents = data.base[clip].float()
+            latents = data.base[clip]  # float16; only the window is converted
             if kind == "N" and torch.rand((), generator=generator).item() < g.first_chunk_share:
                 start = -g.motion_frames
                 ref = data.reference_base[clip][:, None].expand(-1, g.motion_frames, -1, -1).float()
-                x = torch.cat([ref, latents[:, :g.chunk_frames]], dim=1)
+                x = torch.cat([ref, latents[:, :g.chunk_frames].float()], dim=1)
             else:
                 start = int(torch.randint(latents.shape[1] - window + 1, (), generator=generator))
-                x = latents[:, start:start + window]
+                x = latents[:, start:start + window].float()
             cond = x
         xs.append(x)
         conds.append(cond)
