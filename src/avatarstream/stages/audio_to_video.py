@@ -50,13 +50,14 @@ def sample_window(dit, sampler, noise: torch.Tensor, conditioning: torch.Tensor,
     cond[:, :, positions] = conditioning.to(noise.dtype)
     mask = torch.zeros(noise.shape[0], noise.shape[2], device=noise.device, dtype=noise.dtype)
     mask[:, positions] = 1.0
+    given, given_noise = cond[:, :, positions], noise[:, :, positions]  # gathered once, used at every step
 
     def velocity(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         x = x.clone()
         tt = t[:, None, None, None, None]
-        x[:, :, positions] = (1 - tt) * cond[:, :, positions] + tt * noise[:, :, positions]
+        x[:, :, positions] = (1 - tt) * given + tt * given_noise
         return dit(x, cond, mask, t, audio, text, reference)
 
     latents = sampler.sample(velocity, noise)
-    latents[:, :, positions] = cond[:, :, positions]
+    latents[:, :, positions] = given
     return latents
