@@ -53,7 +53,7 @@ def test_a2v_steps_reduce_flow_loss() -> None:
     geometry = ChunkGeometry()
     context = (models.audio_encoder.frames_before, models.audio_encoder.frames_after)
     chunk = sample_chunks(data, "N", 2, geometry, context, cfg.samples_per_frame, torch.Generator().manual_seed(0))
-    loss = lambda: flow_loss(models, chunk, text, geometry, 3.0, torch.Generator().manual_seed(1))  # noqa: E731
+    loss = lambda: flow_loss(models, chunk, text, geometry.cond_noise, 3.0, torch.Generator().manual_seed(1))  # noqa: E731
     first, last = descend(loss, list(models.parameters()), 12, 3e-3)
     assert last < 0.8 * first
 

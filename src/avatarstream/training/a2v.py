@@ -39,7 +39,10 @@ class ChunkGeometry:
     motion_frames: int = 2
     first_chunk_share: float = 0.15
     cond_noise: float = 0.2
-    """Conditioning frames get Gaussian noise of std U(0, cond_noise): inference feeds back generated latents."""
+    """Motion frames get Gaussian noise of std U(0, cond_noise): inference feeds back generated latents."""
+    anchor_noise: float = 0.03
+    """The same for I-chunk anchors, kept below the spread of the frames between them around their blend (0.1):
+    anchors are never fed back, and the DiT predicts that small residual (`bridge_hint.py`)."""
 
 
 @dataclass
@@ -123,7 +126,7 @@ class A2VModels(nn.Module):
         self.reference_encoder = reference_encoder
 
 
-def flow_loss(models: A2VModels, chunk: ChunkBatch, text: Tensor, geometry: ChunkGeometry, shift: float,
+def flow_loss(models: A2VModels, chunk: ChunkBatch, text: Tensor, cond_noise: float, shift: float,
               generator: torch.Generator) -> Tensor:
     device = text.device
     x0 = chunk.x0.to(device)
@@ -131,15 +134,17 @@ def flow_loss(models: A2VModels, chunk: ChunkBatch, text: Tensor, geometry: Chun
     noise = torch.randn(x0.shape, generator=generator).to(device)
     t = flow_times(b, shift, generator).to(device)
     tt = t[:, None, None, None, None]
-    x_t = (1 - tt) * x0 + tt * noise
     cond_mask = chunk.cond_mask.to(device)
     mask5 = cond_mask[:, None, :, None, None]
-    sigma = torch.rand(b, generator=generator)[:, None, None, None, None].to(device) * geometry.cond_noise
+    given = torch.where(mask5 > 0, chunk.cond.to(device), x0)  # the sampler noises the conditioning there, not the truth
+    x_t = (1 - tt) * given + tt * noise
+    sigma = torch.rand(b, generator=generator)[:, None, None, None, None].to(device) * cond_noise
     cond = (chunk.cond.to(device) + sigma * torch.randn(x0.shape, generator=generator).to(device)) * mask5
     audio = models.audio_encoder(chunk.audio.to(device))
     reference = models.reference_encoder(chunk.reference.to(device))
     v = models.dit(x_t, cond, cond_mask, t, audio, text.expand(b, -1, -1), reference)
-    return weighted_error(v, noise - x0, mask=1 - mask5)
+    scale = models.dit.loss_scale(cond_mask, t)  # I-chunk frames: equal weight at every noise level
+    return weighted_error(v * scale, (noise - x0) * scale, mask=1 - mask5)
 
 
 def train_a2v(models: A2VModels, data: LatentSet, text: Tensor, steps: int, seed: int, *, samples_per_frame: int,
@@ -167,7 +172,8 @@ def train_a2v(models: A2VModels, data: LatentSet, text: Tensor, steps: int, seed
         kind = "I" if i % 3 == 2 else "N"
         chunk = sample_chunks(data, kind, batch * (2 if kind == "I" else 1), geometry, context, samples_per_frame,
                               generator, buffer)
-        loss = flow_loss(models, chunk, text, geometry, shift, generator)
+        cond_noise = geometry.anchor_noise if kind == "I" else geometry.cond_noise
+        loss = flow_loss(models, chunk, text, cond_noise, shift, generator)
         step(opt, sched, loss, params)
         ema.update_parameters(models)
         recent[kind] = (recent[kind] + [loss.item()])[-50:]

@@ -1,7 +1,10 @@
 """Audio-to-video DiT: predicts the flow-matching velocity of a chunk of base latents.
 
 Per frame the input is concat(noisy latent, conditioning latent, mask), so
-motion frames and interpolation anchors can sit at any frame of the chunk.
+motion frames and interpolation anchors can sit at any frame of the chunk;
+frames between two anchors carry the anchors' blend as a hint
+(`bridge_hint.py`) and predict their residual from it, preconditioned
+(`preconditioning.py`). `forward` returns velocity for every frame.
 Reference tokens are prepended to the video tokens' keys/values in every
 self-attention (own RoPE time index; attended to, not updated), text is a
 global cross-attention context, audio is attended frame-locally.
@@ -13,8 +16,10 @@ import torch
 from torch import Tensor, nn
 
 from .blocks import DiTBlock, FinalLayer, TimestepEmbedding
+from .bridge_hint import bridge_hint, bridged_frames
 from .config import DemoConfig
 from .patch import patchify, unpatchify
+from .preconditioning import loss_scale, residual_velocity
 from .reference_encoder import reference_positions
 from .rope import Rope3D, grid_positions
 
@@ -27,6 +32,7 @@ class A2VDiT(nn.Module):
         self.latent_channels = c
         self.patch_size = d.patch_size
         self.dim = d.dim
+        self.bridge_sigma = d.bridge_sigma
         self.reference_time = d.reference_time
         self.num_global_reference = cfg.reference.global_tokens
         self.audio_dim = cfg.audio.dim
@@ -54,7 +60,8 @@ class A2VDiT(nn.Module):
         hp, wp = h // p, w // p
 
         mask_channel = mask.to(x.dtype)[:, None, :, None, None].expand(b, 1, frames, h, w)
-        video = self.patch_in(patchify(torch.cat([x, cond, mask_channel], dim=1), p))
+        hint = bridge_hint(cond, mask)
+        video = self.patch_in(patchify(torch.cat([x, hint, mask_channel], dim=1), p))
         memory = self.reference_in(reference)
 
         positions = torch.cat([
@@ -67,7 +74,14 @@ class A2VDiT(nn.Module):
 
         for block in self.blocks:
             video = block(video, emb, rope, text_ctx, memory=memory, frame_context=audio_ctx)
-        return unpatchify(self.head(video, emb), frames, hp, wp, p)
+        output = unpatchify(self.head(video, emb), frames, hp, wp, p)
+        bridged = bridged_frames(mask)[:, None, :, None, None]
+        return torch.where(bridged, residual_velocity(output, x, hint, t, self.bridge_sigma), output)
+
+    def loss_scale(self, mask: Tensor, t: Tensor) -> Tensor:
+        """[B, 1, T, 1, 1] weights that put the velocity error of bridged frames on the scale of their output."""
+        bridged = bridged_frames(mask)[:, None, :, None, None]
+        return torch.where(bridged, loss_scale(t, self.bridge_sigma)[:, None, None, None, None], 1.0)
 
     def _check(self, x: Tensor, cond: Tensor, mask: Tensor, t: Tensor, audio: Tensor,
                text: Tensor, reference: Tensor) -> None:

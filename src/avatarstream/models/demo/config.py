@@ -68,6 +68,9 @@ class DiTConfig:
     rope_theta: float = 10000.0
     reference_time: float = -1.0
     """RoPE time index of the reference tokens (chunk frames use 0..T-1)."""
+    bridge_sigma: float = 0.1
+    """Std of I-chunk frames around their anchors' blend: 0.03 in the clips, set higher because generated frames
+    change about 3x more per frame than the clips do."""
 
 
 @dataclass(frozen=True)
