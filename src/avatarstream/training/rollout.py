@@ -15,9 +15,10 @@ I-chunks are different: their job is continuity with both anchors, and
 ground-truth frames between generated anchors would teach them to jump away
 from the anchors (measured: 3x the frame-to-frame change at each anchor).
 Their rollout windows are therefore cut from inside one generated chunk,
-anchors and frames between alike, so target and anchors always agree. This
-helped less than hoped: I-chunks still jump at their anchors about 2.7x the
-change between their own frames (MODEL.md, Evaluation).
+anchors and frames between alike, so target and anchors always agree. On
+its own this helped little (I-chunks still jumped at their anchors); what
+made them meet their anchors is the residual from the anchors' blend
+(`models/demo/bridge_hint.py`).
 """
 
 from __future__ import annotations
