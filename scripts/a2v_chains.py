@@ -74,7 +74,7 @@ def seams(chains: Chains, chunks: int = 6, first: int = 20) -> None:
             latents, truth = chains.chunk(motion, audio), chains.truth(start)
             if k == 0 and mode == "gt":
                 again = chains.chunk(motion, audio)
-                print(f"two samples of one chunk differ by {change(latents[:, :, 2:], again[:, :, 2:]):.3f}")
+                print(f"two samples of one chunk differ by {change(latents[:, :, MOTION_FRAMES:], again[:, :, MOTION_FRAMES:]):.3f}")
             jumps.append(change(latents[:, :, MOTION_FRAMES], latents[:, :, MOTION_FRAMES - 1]))
             within.append(change(latents[:, :, MOTION_FRAMES + 1:], latents[:, :, MOTION_FRAMES:-1]))
             truth_within.append(change(truth[:, :, 1:], truth[:, :, :-1]))

@@ -32,7 +32,10 @@ def _given_around(mask: Tensor) -> tuple[Tensor, Tensor]:
 
 def bridged_frames(mask: Tensor) -> Tensor:
     """[B, T] bool: generated frames with a given frame on both sides (mask [B, T], 1 = given)."""
-    before, after = _given_around(mask)
+    return _bridged(mask, *_given_around(mask))
+
+
+def _bridged(mask: Tensor, before: Tensor, after: Tensor) -> Tensor:
     return (before >= 0) & (after < mask.shape[1]) & (mask <= 0.5)
 
 
@@ -52,4 +55,4 @@ def bridge_hint(cond: Tensor, mask: Tensor) -> Tensor:
 
     blend = frames_at(before) * (1 - weight_after)[:, None, :, None, None] + frames_at(after) * weight_after[:, None, :, None, None]
     given = (mask > 0.5).to(cond.dtype)[:, None, :, None, None]
-    return torch.where(bridged_frames(mask)[:, None, :, None, None], blend, cond * given)
+    return torch.where(_bridged(mask, before, after)[:, None, :, None, None], blend, cond * given)
