@@ -1,0 +1,86 @@
+"""Where the InfiniteTalk family's files are: the folders users download, under their download names.
+
+A weights root holds the Wan base model in the original layout
+(``Wan2.1-I2V-14B-480P/``) or the Diffusers layout
+(``Wan2.1-I2V-14B-480P-Diffusers/``), the adapter (``InfiniteTalk/``) and the
+audio encoder (``chinese-wav2vec2-base/``). Each folder can also be named
+explicitly when it lives elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from avatarstream.errors import InputError
+
+BASE_NAMES = ("Wan2.1-I2V-14B-480P", "Wan2.1-I2V-14B-720P")
+DIFFUSERS_SUFFIX = "-Diffusers"
+ADAPTER_FILE = Path("InfiniteTalk") / "single" / "infinitetalk.safetensors"
+AUDIO_ENCODER_DIR = "chinese-wav2vec2-base"
+#: Original-layout file names of the VAE and the two encoders (as in the Wan download).
+VAE_FILE = "Wan2.1_VAE.pth"
+T5_FILE = "models_t5_umt5-xxl-enc-bf16.pth"
+T5_TOKENIZER_DIR = Path("google") / "umt5-xxl"
+CLIP_FILE = "models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth"
+
+Layout = Literal["original", "diffusers"]
+
+
+@dataclass(frozen=True)
+class WeightsLayout:
+    """The resolved folders and files of one InfiniteTalk checkpoint."""
+
+    base: Path
+    layout: Layout
+    adapter: Path
+    audio_encoder: Path
+
+
+def base_layout(folder: Path) -> Layout:
+    """Tell the two download layouts of the Wan base model apart, with a clear error for anything else."""
+    if not folder.is_dir():
+        raise InputError(f"base model folder {folder} not found; expected Wan2.1-I2V-14B-480P (original) or Wan2.1-I2V-14B-480P-Diffusers")
+    if (folder / "model_index.json").is_file() or (folder / "transformer").is_dir():
+        return "diffusers"
+    config = folder / "config.json"
+    if not config.is_file():
+        raise InputError(
+            f"{folder} holds neither config.json (original Wan layout) nor model_index.json (Diffusers layout); "
+            "point at the downloaded Wan2.1-I2V-14B-480P folder"
+        )
+    try:
+        model_type = json.loads(config.read_text()).get("model_type")
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid {config}: {exc}") from exc
+    if model_type != "i2v":
+        raise InputError(f"{config} describes a Wan {model_type!r} model; InfiniteTalk needs the image-to-video base (model_type 'i2v'), Wan2.1-I2V-14B-480P")
+    return "original"
+
+
+def resolve(root: Path | None, *, base: Path | None = None, adapter: Path | None = None, audio_encoder: Path | None = None) -> WeightsLayout:
+    """Find the three parts under ``root`` by their download names; explicit paths win."""
+    if root is None and None in (base, adapter, audio_encoder):
+        raise InputError("the infinitetalk model needs --weights ROOT (the folder holding the downloads), or each folder named explicitly")
+    if root is not None and not root.is_dir():
+        raise InputError(f"weights folder {root} not found; expected the folder that holds Wan2.1-I2V-14B-480P, InfiniteTalk and chinese-wav2vec2-base")
+    base = base or _find_base(root)  # type: ignore[arg-type]
+    adapter = adapter or root / ADAPTER_FILE  # type: ignore[operator]
+    if adapter.is_dir():
+        adapter = adapter / "single" / ADAPTER_FILE.name if (adapter / "single").is_dir() else adapter / ADAPTER_FILE.name
+    if not adapter.is_file():
+        raise InputError(f"audio adapter {adapter} not found; download InfiniteTalk/single/infinitetalk.safetensors into the weights folder")
+    audio_encoder = audio_encoder or root / AUDIO_ENCODER_DIR  # type: ignore[operator]
+    if not (audio_encoder / "config.json").is_file():
+        raise InputError(f"audio encoder folder {audio_encoder} has no config.json; download chinese-wav2vec2-base (Hugging Face layout) there")
+    return WeightsLayout(base, base_layout(base), adapter, audio_encoder)
+
+
+def _find_base(root: Path) -> Path:
+    candidates = [root / (name + suffix) for name in BASE_NAMES for suffix in ("", DIFFUSERS_SUFFIX)]
+    found = [c for c in candidates if c.is_dir()]
+    if not found:
+        raise InputError(f"no Wan base model in {root}; expected one of: {', '.join(c.name for c in candidates)}")
+    return found[0]

@@ -1,0 +1,102 @@
+"""Checkpoint files: safetensors, sharded safetensors with an index, and ``.pth`` read weights-only.
+
+Full unpickling is never used: a ``.pth`` is opened with
+``torch.load(weights_only=True)``, which refuses anything but tensors and
+plain containers.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file
+
+from avatarstream.errors import InputError
+
+StateDict = dict[str, torch.Tensor]
+
+
+def read_safetensors(path: Path) -> StateDict:
+    """All tensors of one safetensors file."""
+    _require_file(path, "a .safetensors file")
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise InputError(f"cannot read {path}: {exc}; expected a complete .safetensors file (a truncated download? fetch it again)") from exc
+
+
+def safetensors_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """Tensor names and shapes from a safetensors header, without reading the data."""
+    _require_file(path, "a .safetensors file")
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            return {key: tuple(handle.get_slice(key).get_shape()) for key in handle.keys()}
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise InputError(f"cannot read {path}: {exc}; expected a complete .safetensors file (a truncated download? fetch it again)") from exc
+
+
+def read_pth(path: Path) -> StateDict:
+    """A ``.pth`` holding a plain dict of tensors, opened weights-only (never full unpickling)."""
+    _require_file(path, "a .pth checkpoint")
+    try:
+        state = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as exc:
+        raise InputError(
+            f"cannot read {path} weights-only: {str(exc).splitlines()[0]}; expected a torch checkpoint that holds only tensors "
+            "(a truncated download, or a file that needs full unpickling, which avatarstream never does)"
+        ) from exc
+    if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
+        state = state["state_dict"]
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise InputError(f"{path} does not hold a dict of tensors; expected a model state dict")
+    return state
+
+
+class ShardedCheckpoint:
+    """Safetensors weights split over shards listed by an index (``*.safetensors.index.json``), or one file."""
+
+    def __init__(self, files: list[Path], source: Path) -> None:
+        self.files = files
+        self.source = source  # the index or the single file, for messages
+
+    @classmethod
+    def open(cls, folder: Path, stem: str) -> ShardedCheckpoint:
+        """``folder/stem.safetensors.index.json`` with its shards, or ``folder/stem.safetensors``."""
+        index = folder / f"{stem}.safetensors.index.json"
+        single = folder / f"{stem}.safetensors"
+        if index.is_file():
+            try:
+                weight_map = json.loads(index.read_text())["weight_map"]
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise InputError(f"invalid {index}: {exc}; expected JSON with a 'weight_map' of tensor name -> shard file") from exc
+            names = sorted(set(weight_map.values()))
+            files = [folder / name for name in names]
+            missing = [f.name for f in files if not f.is_file()]
+            if missing:
+                raise InputError(f"{index} lists shards that are not in {folder}: {', '.join(missing)}; the download is incomplete")
+            return cls(files, index)
+        if single.is_file():
+            return cls([single], single)
+        raise InputError(f"no {single.name} or {index.name} in {folder}; expected the model's safetensors weights there")
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every tensor's shape, from the shard headers alone."""
+        shapes: dict[str, tuple[int, ...]] = {}
+        for file in self.files:
+            shapes.update(safetensors_shapes(file))
+        return shapes
+
+    def shards(self) -> Iterator[tuple[Path, StateDict]]:
+        """One shard's tensors at a time, so at most one shard is in memory beside the model."""
+        for file in self.files:
+            yield file, read_safetensors(file)
+
+
+def _require_file(path: Path, what: str) -> None:
+    if not path.is_file():
+        raise InputError(f"{path} not found; expected {what} there")

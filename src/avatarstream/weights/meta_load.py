@@ -1,0 +1,68 @@
+"""Build a network without memory for its weights, then fill it tensor by tensor from checkpoint shards.
+
+Parameters are created on the meta device (buffers stay real: they are small
+and often computed, such as rotary tables); each loaded tensor is assigned in
+place of its meta parameter, so peak host memory is the model plus one shard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+import torch
+from accelerate import init_empty_weights
+from torch import nn
+
+from avatarstream.errors import InputError
+from avatarstream.weights.files import StateDict
+
+
+def empty_weights() -> AbstractContextManager[None]:
+    """Context in which new modules get meta parameters (no memory) and real buffers."""
+    return init_empty_weights(include_buffers=False)
+
+
+class MetaLoader:
+    """Assigns checkpoint tensors into a meta-built network and checks that every parameter was filled."""
+
+    def __init__(self, network: nn.Module, name: str, dtype: torch.dtype, keep_fp32: Callable[[str], bool] = lambda key: False) -> None:
+        self.network = network
+        self.name = name
+        self.dtype = dtype
+        self.keep_fp32 = keep_fp32
+        self.expected = {k: tuple(v.shape) for k, v in network.state_dict(keep_vars=True).items() if _is_meta(v)}
+        self.filled: set[str] = set()
+
+    def load(self, tensors: StateDict, source: Path) -> None:
+        """Assign ``tensors`` (already in the network's key names); wrong names or shapes name ``source``."""
+        unexpected = sorted(set(tensors) - set(self.expected))
+        wrong = sorted(k for k in set(tensors) & set(self.expected) if tuple(tensors[k].shape) != self.expected[k])
+        if unexpected or wrong:
+            shapes = ", ".join(f"{k} {tuple(tensors[k].shape)} (expected {self.expected[k]})" for k in wrong[:3])
+            raise InputError(
+                f"{source} does not fit the {self.name}: "
+                + (f"unexpected tensors {unexpected[:3]}{' ...' if len(unexpected) > 3 else ''}" if unexpected else "")
+                + ("; " if unexpected and wrong else "")
+                + (f"wrong shapes {shapes}" if wrong else "")
+                + "; is this the right model's file, and does its config.json belong to it?"
+            )
+        state = {k: v.to(torch.float32 if self.keep_fp32(k) and v.is_floating_point() else self.dtype) if v.is_floating_point() else v for k, v in tensors.items()}
+        self.network.load_state_dict(state, strict=False, assign=True)
+        self.filled |= set(tensors)
+
+    def finish(self, sources: Iterable[Path]) -> nn.Module:
+        """Check nothing is left on the meta device; returns the network in eval mode without grads."""
+        missing = sorted(set(self.expected) - self.filled)
+        if missing:
+            where = ", ".join(str(s) for s in sources)
+            raise InputError(
+                f"the {self.name} weights in {where} lack {len(missing)} tensors ({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}); "
+                "the download is incomplete or belongs to another model"
+            )
+        return self.network.eval().requires_grad_(False)
+
+
+def _is_meta(tensor: torch.Tensor) -> bool:
+    return tensor.device.type == "meta"
