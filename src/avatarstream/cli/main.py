@@ -12,7 +12,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from avatarstream.cli import bench, render, serve
+from avatarstream.cli import bench, parity, render, serve
 from avatarstream.cli import eval as eval_cli
 from avatarstream.errors import AvatarStreamError
 
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_parser(commands)
     serve.add_parser(commands)
     eval_cli.add_parser(commands)
+    parity.add_parser(commands)
     return parser
 
 
