@@ -24,6 +24,12 @@ from avatarstream.models.infinitetalk.config import AdapterConfig, DiTConfig
 FP32_PARAMETERS = ("scale_shift_table", "condition_embedder.time_embedder", "norm_x")
 
 
+def is_adapter_key(key: str) -> bool:
+    """Whether a parameter belongs to the audio adapter (``infinitetalk.safetensors``) rather than the Wan base."""
+    parts = key.split(".")
+    return parts[0] == "audio_proj" or (parts[0] == "blocks" and parts[2] in ("norm_x", "audio_cross_attn"))
+
+
 class InfiniteTalkBlock(WanTransformerBlock):
     """A Wan transformer block plus ``norm_x`` and ``audio_cross_attn``."""
 

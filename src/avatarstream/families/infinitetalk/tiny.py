@@ -1,0 +1,133 @@
+"""A random tiny InfiniteTalk checkpoint, laid out exactly as the real downloads are.
+
+Tests and users render and serve the whole family on a CPU in seconds with it.
+The same seed gives the same networks in both layouts: the original one
+(``Wan2.1-I2V-14B-480P/`` with Wan key names, sharded, and ``Wan2.1_VAE.pth``)
+and the Diffusers one (``Wan2.1-I2V-14B-480P-Diffusers/``, written by
+diffusers' own ``save_pretrained``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from diffusers.models.transformers.transformer_wan import WanTransformer3DModel
+from safetensors.torch import save_file
+from transformers import Wav2Vec2Config, Wav2Vec2ForPreTraining
+
+from avatarstream.families.infinitetalk.layout import ADAPTER_FILE, AUDIO_ENCODER_DIR, BASE_NAMES, DIFFUSERS_SUFFIX, VAE_FILE, Layout, WeightsLayout
+from avatarstream.families.infinitetalk.load_audio import WEIGHT_NORM
+from avatarstream.families.infinitetalk.original_names import dit_to_original, vae_to_original
+from avatarstream.families.infinitetalk.tiny_encoders import write_tiny_image_encoder, write_tiny_text_encoder
+from avatarstream.models.infinitetalk.config import AdapterConfig, DiTConfig, InfiniteTalkConfig, VAEConfig
+from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT, is_adapter_key
+from avatarstream.models.infinitetalk.vae import build_vae
+from avatarstream.weights.files import StateDict
+
+TINY = InfiniteTalkConfig(
+    dit=DiTConfig(dim=64, num_heads=4, num_layers=2, ffn_dim=128, text_dim=32, clip_dim=64),
+    adapter=AdapterConfig(blocks=2, channels=32, intermediate_dim=32, output_dim=32, context_tokens=32),
+    vae=VAEConfig(base_dim=4),
+)
+TINY_WAV2VEC2 = {
+    "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
+    "conv_dim": [16] * 7, "num_conv_pos_embeddings": 16, "num_conv_pos_embedding_groups": 4,
+    "feat_extract_norm": "group", "do_stable_layer_norm": False, "conv_bias": False, "vocab_size": 32,
+    "codevector_dim": 16, "proj_codevector_dim": 16, "num_codevectors_per_group": 8,
+    "architectures": ["Wav2Vec2ForPreTraining"],
+}  # fmt: skip
+#: chinese-wav2vec2-base's preprocessor_config.json (no normalisation: the model was trained on raw samples).
+PREPROCESSOR = {"do_normalize": False, "feature_size": 1, "padding_side": "right", "padding_value": 0.0, "return_attention_mask": False, "sampling_rate": 16000}
+PIPELINE_INDEX = {
+    "_class_name": "WanImageToVideoPipeline",
+    "image_encoder": ["transformers", "CLIPVisionModel"],
+    "image_processor": ["transformers", "CLIPImageProcessor"],
+    "scheduler": ["diffusers", "UniPCMultistepScheduler"],
+    "text_encoder": ["transformers", "UMT5EncoderModel"],
+    "tokenizer": ["transformers", "T5TokenizerFast"],
+    "transformer": ["diffusers", "WanTransformer3DModel"],
+    "vae": ["diffusers", "AutoencoderKLWan"],
+}
+
+
+def _seeded(seed: int, build):  # type: ignore[no-untyped-def]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build()
+
+
+def _contiguous(state: StateDict) -> StateDict:
+    return {k: v.detach().contiguous() for k, v in state.items()}
+
+
+def write_sharded(folder: Path, stem: str, state: StateDict, shards: int) -> None:
+    """``stem-0000i-of-0000n.safetensors`` files and their index, as the original Wan download has them."""
+    keys = sorted(state)
+    per = -(-len(keys) // shards)
+    weight_map: dict[str, str] = {}
+    for i in range(shards):
+        name = f"{stem}-{i + 1:05d}-of-{shards:05d}.safetensors"
+        part = {k: state[k] for k in keys[i * per : (i + 1) * per]}
+        save_file(part, str(folder / name))
+        weight_map.update(dict.fromkeys(part, name))
+    total = sum(t.numel() * t.element_size() for t in state.values())
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    (folder / f"{stem}.safetensors.index.json").write_text(json.dumps(index, indent=2))
+
+
+def write_dit(base: Path, adapter_file: Path, layout: Layout, config: InfiniteTalkConfig, seed: int, shards: int) -> None:
+    dit = _seeded(seed, lambda: InfiniteTalkDiT(config.dit, config.adapter))
+    state = _contiguous(dit.state_dict())
+    adapter = {k: v for k, v in state.items() if is_adapter_key(k)}
+    base_state = {k: v for k, v in state.items() if k not in adapter}
+    adapter_file.parent.mkdir(parents=True, exist_ok=True)
+    save_file(adapter, str(adapter_file))
+    if layout == "original":
+        write_sharded(base, "diffusion_pytorch_model", dit_to_original(base_state, config.dit.num_layers), shards)
+        (base / "config.json").write_text(json.dumps(config.dit.to_original(), indent=2))
+        return
+    with torch.device("meta"):
+        transformer = WanTransformer3DModel(**config.dit.diffusers_kwargs())
+    transformer.load_state_dict(base_state, assign=True)
+    size = sum(t.numel() * t.element_size() for t in base_state.values())
+    transformer.save_pretrained(base / "transformer", safe_serialization=True, max_shard_size=max(size // shards + 1, 1))
+
+
+def write_vae(base: Path, layout: Layout, config: VAEConfig, seed: int) -> None:
+    vae = _seeded(seed, lambda: build_vae(config))
+    if layout == "original":
+        torch.save(vae_to_original(_contiguous(vae.state_dict())), base / VAE_FILE)
+    else:
+        vae.save_pretrained(base / "vae", safe_serialization=True)
+
+
+def write_wav2vec2(folder: Path, seed: int) -> None:
+    """A pre-training checkpoint as chinese-wav2vec2-base ships it (``wav2vec2.`` prefix, ``weight_g``/``weight_v``)."""
+    config = Wav2Vec2Config(**TINY_WAV2VEC2)
+    model = _seeded(seed, lambda: Wav2Vec2ForPreTraining(config))
+    renamed = {v: k for k, v in WEIGHT_NORM.items()}
+    state = {}
+    for key, tensor in _contiguous(model.state_dict()).items():
+        stem, _, leaf = key.rpartition(".parametrizations.weight.")
+        state[f"{stem}.{renamed[leaf]}" if leaf in renamed else key] = tensor
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(folder / "model.safetensors"))
+    config.to_json_file(str(folder / "config.json"))
+    (folder / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR, indent=2))
+
+
+def write_tiny_checkpoint(out: Path, layout: Layout, *, seed: int = 0, shards: int = 2, config: InfiniteTalkConfig = TINY) -> WeightsLayout:
+    """Write every folder of a random checkpoint under ``out`` with its download name; returns where they are."""
+    base = out / (BASE_NAMES[0] + (DIFFUSERS_SUFFIX if layout == "diffusers" else ""))
+    base.mkdir(parents=True, exist_ok=True)
+    adapter = out / ADAPTER_FILE
+    write_dit(base, adapter, layout, config, seed, shards)
+    write_vae(base, layout, config.vae, seed + 1)
+    write_tiny_text_encoder(base, layout, config.dit.text_dim, seed + 2)
+    write_tiny_image_encoder(base, layout, config.dit.clip_dim, seed + 3)
+    if layout == "diffusers":
+        (base / "model_index.json").write_text(json.dumps(PIPELINE_INDEX, indent=2))
+    write_wav2vec2(out / AUDIO_ENCODER_DIR, seed + 4)
+    return WeightsLayout(base, layout, adapter, out / AUDIO_ENCODER_DIR)
