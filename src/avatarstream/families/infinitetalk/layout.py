@@ -52,9 +52,12 @@ def base_layout(folder: Path) -> Layout:
             "point at the downloaded Wan2.1-I2V-14B-480P folder"
         )
     try:
-        model_type = json.loads(config.read_text()).get("model_type")
+        raw = json.loads(config.read_text())
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid {config}: {exc}") from exc
+    model_type = raw.get("model_type") if isinstance(raw, dict) else None
+    if model_type is None or raw.get("_class_name", "WanModel") != "WanModel":
+        raise InputError(f"{config} is not the config of a Wan model (no model_type 'i2v'); point at the downloaded Wan2.1-I2V-14B-480P folder")
     if model_type != "i2v":
         raise InputError(f"{config} describes a Wan {model_type!r} model; InfiniteTalk needs the image-to-video base (model_type 'i2v'), Wan2.1-I2V-14B-480P")
     return "original"

@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""Write a random tiny InfiniteTalk checkpoint laid out exactly as the real downloads are.
+
+    python scripts/make_tiny_checkpoint.py --layout original OUT
+    python scripts/make_tiny_checkpoint.py --layout diffusers OUT
+
+OUT then holds Wan2.1-I2V-14B-480P/ (or Wan2.1-I2V-14B-480P-Diffusers/) with the DiT,
+VAE, UMT5 and CLIP files and tokenizers, InfiniteTalk/single/infinitetalk.safetensors
+and chinese-wav2vec2-base/: `avatarstream ... --model infinitetalk --weights OUT` runs
+the whole family on a CPU in seconds (random weights: the video is noise).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from avatarstream.families.infinitetalk.tiny import write_tiny_checkpoint
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path, metavar="OUT", help="folder to write the download folders into")
+    parser.add_argument("--layout", choices=("original", "diffusers"), default="original", help="which download layout of the Wan base model")
+    parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same networks in both layouts")
+    parser.add_argument("--shards", type=int, default=2, help="number of DiT weight shards (the real model has 7)")
+    args = parser.parse_args()
+    if args.shards < 1:
+        parser.error("--shards must be at least 1")
+    written = write_tiny_checkpoint(args.out, args.layout, seed=args.seed, shards=args.shards)
+    print(f"wrote a tiny {args.layout}-layout checkpoint: {written.base}, {written.adapter}, {written.audio_encoder}")
+
+
+if __name__ == "__main__":
+    main()
