@@ -58,4 +58,4 @@ def run(networks: InfiniteTalkNetworks, network: str, policy: str) -> torch.Tens
 
 
 def load(root: Path = GOLDEN_WEIGHTS) -> InfiniteTalkNetworks:
-    return InfiniteTalkNetworks.load(resolve(root))
+    return InfiniteTalkNetworks.load(resolve(root), encoders=False)

@@ -11,8 +11,11 @@ from transformers import Wav2Vec2Model
 from avatarstream.families.infinitetalk.layout import WeightsLayout
 from avatarstream.families.infinitetalk.load_audio import load_wav2vec2, wav2vec2_config
 from avatarstream.families.infinitetalk.load_dit import load_dit, read_adapter_config
+from avatarstream.families.infinitetalk.load_encoders import load_image_encoder, load_text_encoder
 from avatarstream.families.infinitetalk.load_vae import load_vae
 from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT
+from avatarstream.models.infinitetalk.image_encoder import ImageEncoder
+from avatarstream.models.infinitetalk.text_encoder import TextEncoder
 
 
 @dataclass
@@ -22,13 +25,18 @@ class InfiniteTalkNetworks:
     dit: InfiniteTalkDiT
     vae: AutoencoderKLWan
     audio_encoder: Wav2Vec2Model
+    text_encoder: TextEncoder | None = None
+    image_encoder: ImageEncoder | None = None
 
     @classmethod
-    def load(cls, layout: WeightsLayout, dtype: torch.dtype = torch.float32) -> InfiniteTalkNetworks:
+    def load(cls, layout: WeightsLayout, dtype: torch.dtype = torch.float32, *, encoders: bool = True) -> InfiniteTalkNetworks:
+        """Every network; ``encoders=False`` skips UMT5 and CLIP (golden sets give their outputs as tensors)."""
         audio_config = wav2vec2_config(layout.audio_encoder)
         adapter = read_adapter_config(layout.adapter, audio_config.num_hidden_layers, audio_config.hidden_size)
         return cls(
             dit=load_dit(layout.base, layout.layout, layout.adapter, adapter, dtype),
             vae=load_vae(layout.base, layout.layout, dtype),
             audio_encoder=load_wav2vec2(layout.audio_encoder, dtype),
+            text_encoder=load_text_encoder(layout.base, layout.layout, dtype) if encoders else None,
+            image_encoder=load_image_encoder(layout.base, layout.layout, dtype) if encoders else None,
         )

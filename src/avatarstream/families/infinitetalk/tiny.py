@@ -3,8 +3,8 @@
 Tests and users render and serve the whole family on a CPU in seconds with it.
 The same seed gives the same networks in both layouts: the original one
 (``Wan2.1-I2V-14B-480P/`` with Wan key names, sharded, and ``Wan2.1_VAE.pth``)
-and the Diffusers one (``Wan2.1-I2V-14B-480P-Diffusers/``, written by
-diffusers' own ``save_pretrained``).
+and the Diffusers one (``Wan2.1-I2V-14B-480P-Diffusers/``, its configs written by
+diffusers itself).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def _contiguous(state: StateDict) -> StateDict:
 
 
 def write_sharded(folder: Path, stem: str, state: StateDict, shards: int) -> None:
-    """``stem-0000i-of-0000n.safetensors`` files and their index, as the original Wan download has them."""
+    """``stem-0000i-of-0000n.safetensors`` files and their index, named as both the Wan and the Diffusers downloads name them."""
     keys = sorted(state)
     per = -(-len(keys) // shards)
     weight_map: dict[str, str] = {}
@@ -88,11 +88,11 @@ def write_dit(base: Path, adapter_file: Path, layout: Layout, config: InfiniteTa
         write_sharded(base, "diffusion_pytorch_model", dit_to_original(base_state, config.dit.num_layers), shards)
         (base / "config.json").write_text(json.dumps(config.dit.to_original(), indent=2))
         return
+    folder = base / "transformer"
+    folder.mkdir(parents=True, exist_ok=True)
     with torch.device("meta"):
-        transformer = WanTransformer3DModel(**config.dit.diffusers_kwargs())
-    transformer.load_state_dict(base_state, assign=True)
-    size = sum(t.numel() * t.element_size() for t in base_state.values())
-    transformer.save_pretrained(base / "transformer", safe_serialization=True, max_shard_size=max(size // shards + 1, 1))
+        WanTransformer3DModel(**config.dit.diffusers_kwargs()).save_config(folder)  # diffusers writes its own config.json
+    write_sharded(folder, "diffusion_pytorch_model", base_state, shards)
 
 
 def write_vae(base: Path, layout: Layout, config: VAEConfig, seed: int) -> None:

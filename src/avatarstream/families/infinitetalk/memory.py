@@ -1,0 +1,121 @@
+"""Weight memory of the real InfiniteTalk checkpoint per precision and residency policy, computed from its config.
+
+Every network is built on the meta device with the real sizes (no memory, no
+download), so the figures are exact parameter counts, not estimates. Only
+weights are counted: activations come on top and depend on resolution and
+chunk length (the GPU benchmark measures them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers import CLIPVisionModel, UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2Model
+
+from avatarstream.models.infinitetalk.config import InfiniteTalkConfig
+from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT, is_adapter_key
+from avatarstream.models.infinitetalk.image_encoder import clip_vision_config
+from avatarstream.models.infinitetalk.text_encoder import umt5_config
+from avatarstream.models.infinitetalk.vae import build_vae
+
+GIB = 2**30
+#: Shards of the original Wan2.1-I2V-14B download (float32 on disk).
+ORIGINAL_SHARDS = 7
+
+
+@dataclass(frozen=True)
+class WeightCounts:
+    """Parameter counts of the real checkpoint's networks."""
+
+    dit_base: int
+    adapter: int
+    dit_block: int  # one transformer block, its audio cross-attention included
+    dit_outside_blocks: int
+    vae: int
+    audio_encoder: int
+    text_encoder: int
+    image_encoder: int
+
+    @property
+    def dit(self) -> int:
+        return self.dit_base + self.adapter
+
+
+def _count(network: torch.nn.Module) -> int:
+    return sum(p.numel() for p in network.parameters())
+
+
+def real_weight_counts(config: InfiniteTalkConfig | None = None) -> WeightCounts:
+    config = config or InfiniteTalkConfig.real()
+    with torch.device("meta"):
+        dit = InfiniteTalkDiT(config.dit, config.adapter)
+        counts = {k: v.numel() for k, v in dit.state_dict().items()}
+        block = _count(dit.blocks[0])
+        return WeightCounts(
+            dit_base=sum(n for k, n in counts.items() if not is_adapter_key(k)),
+            adapter=sum(n for k, n in counts.items() if is_adapter_key(k)),
+            dit_block=block,
+            dit_outside_blocks=sum(counts.values()) - block * len(dit.blocks),
+            vae=_count(build_vae(config.vae)),
+            audio_encoder=_count(Wav2Vec2Model(Wav2Vec2Config())),  # chinese-wav2vec2-base has wav2vec2-base's sizes
+            text_encoder=_count(UMT5EncoderModel(umt5_config())),
+            image_encoder=_count(CLIPVisionModel(clip_vision_config())),
+        )
+
+
+def policy_table(counts: WeightCounts, bytes_per_param: int, gpus: int = 8) -> list[tuple[str, float, float]]:
+    """(policy, device GiB, pinned host GiB) for the weights of a render, DiT policy as named, the rest resident.
+
+    ``offloaded`` keeps one network at a time on the device (the largest, the
+    DiT, plus the next stage's, which is prefetched while the DiT finishes);
+    ``streamed:N`` keeps N DiT blocks and the DiT's non-block weights;
+    ``sharded`` splits the DiT over ``gpus`` ranks and gathers one block (plus
+    the prefetched next one) at a time.
+    """
+    b = bytes_per_param
+    others = counts.vae + counts.audio_encoder + counts.text_encoder + counts.image_encoder
+    total = counts.dit + others
+    rows = [
+        ("resident (everything on the device)", total * b, 0.0),
+        ("DiT resident, text encoder offloaded", (total - counts.text_encoder) * b, counts.text_encoder * b),
+        ("offloaded (everything)", (counts.dit + counts.vae) * b, total * b),
+        ("DiT streamed:2, rest resident", (others + counts.dit_outside_blocks + 2 * counts.dit_block) * b, counts.dit * b),
+        ("DiT streamed:2, rest offloaded", (counts.dit_outside_blocks + 2 * counts.dit_block + counts.vae) * b, total * b),
+        (f"DiT sharded over {gpus} GPUs, rest resident", (others + counts.dit / gpus + 2 * counts.dit_block) * b, 0.0),
+    ]
+    return [(name, device / GIB, host / GIB) for name, device, host in rows]
+
+
+def loading_peak_gib(counts: WeightCounts, bytes_per_param: int) -> float:
+    """Host memory while loading the DiT: the model at its precision plus one float32 shard of the original download."""
+    shard = counts.dit_base * 4 / ORIGINAL_SHARDS
+    return (counts.dit * bytes_per_param + shard) / GIB
+
+
+def markdown(counts: WeightCounts) -> str:
+    """The tables of docs/models/infinitetalk.md."""
+    lines = [
+        "| network | parameters | bf16 | fp32 |",
+        "|---|---:|---:|---:|",
+    ]
+    parts = {
+        "DiT (Wan2.1-I2V-14B base)": counts.dit_base,
+        "audio adapter (InfiniteTalk)": counts.adapter,
+        "VAE (Wan 2.1)": counts.vae,
+        "audio encoder (chinese-wav2vec2-base)": counts.audio_encoder,
+        "text encoder (UMT5-XXL encoder)": counts.text_encoder,
+        "image encoder (CLIP ViT-H/14 vision)": counts.image_encoder,
+    }
+    for name, n in parts.items():
+        lines.append(f"| {name} | {n / 1e9:.3f} B | {n * 2 / GIB:.1f} GiB | {n * 4 / GIB:.1f} GiB |")
+    lines += ["", "| weights on the device, by policy | bf16 device | bf16 pinned host | fp32 device | fp32 pinned host |", "|---|---:|---:|---:|---:|"]
+    for (name, d2, h2), (_, d4, h4) in zip(policy_table(counts, 2), policy_table(counts, 4), strict=True):
+        lines.append(f"| {name} | {d2:.1f} GiB | {h2:.1f} GiB | {d4:.1f} GiB | {h4:.1f} GiB |")
+    lines += ["", f"Peak host memory while loading the DiT: {loading_peak_gib(counts, 2):.1f} GiB in bf16, {loading_peak_gib(counts, 4):.1f} GiB in fp32 "
+              f"(the model plus one float32 shard of the {ORIGINAL_SHARDS}-shard download)."]  # fmt: skip
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m avatarstream.families.infinitetalk.memory
+    print(markdown(real_weight_counts()))
