@@ -104,3 +104,46 @@ def test_open_ended_schedule_continues() -> None:
 def test_bad_geometry_is_a_clear_error(L: int, a: int, m: int, needle: str) -> None:
     with pytest.raises(InputError, match=needle):
         ChunkPlan(L, a, m)
+
+
+IN_TIMELINE = [(total, L, a, m, c) for total, L, a, m in GEOMETRIES if m >= 1 for c in sorted({1, m})]
+
+
+@pytest.mark.parametrize(("total", "L", "a", "m", "c"), IN_TIMELINE)
+def test_reference_in_the_timeline(total: int, L: int, a: int, m: int, c: int) -> None:
+    """Wan I2V style: N0 is the first L+m timeline frames, its first c are the reference, all are published."""
+    plan = ChunkPlan(L, a, m, first_cond=c)
+    chunks = list(plan.schedule(total))
+    first = chunks[0]
+    assert (first.window_start, first.window_frames, first.cond_positions) == (0, L + m, tuple(range(c)))
+    assert first.publishes[0].start == 0 and first.publishes[0].offset == 0
+    num_n = max(-(-(total - m) // L), 1)
+    assert [ch.name for ch in chunks] == expected_order(num_n, a > 0)
+    assert plan.num_chunks(total) == (num_n, num_n - 1 if a > 0 else 0)
+    covered: list[int] = []
+    generated: dict[str, object] = {}
+    for chunk in chunks:
+        generated[chunk.name] = chunk
+        if chunk.kind == "N" and chunk.index > 0:
+            prev = generated[f"N{chunk.index - 1}"]
+            assert chunk.cond_frames == tuple(range(prev.window_end - m, prev.window_end))  # N(k-1)'s last m frames
+            assert all(f - prev.window_start not in prev.cond_positions for f in chunk.cond_frames)
+        for piece in chunk.publishes:
+            src = generated[f"{piece.source[0]}{piece.source[1]}"]
+            assert piece.offset + (piece.end - piece.start) <= src.window_frames
+            assert src.window_start + piece.offset == piece.start  # a piece is the window's frames at their own place
+            covered.extend(range(piece.start, piece.end))
+    assert covered[: min(total, len(covered))] == list(range(min(total, len(covered))))
+    assert len(covered) >= total
+
+
+def test_frame_layout_of_a_causal_video_vae() -> None:
+    from avatarstream.pipeline.chunks import FrameLayout
+
+    wan = FrameLayout(stride=4, first=1)
+    assert [wan.video_start(t) for t in range(4)] == [0, 1, 5, 9]
+    assert wan.video_range(0, 21) == (0, 81)  # an 81-frame chunk is 21 latent frames
+    assert wan.window_video_range(18, 39) == (72, 153)  # the model sees the window's first latent as one frame
+    assert [wan.timeline_frames(v) for v in (0, 1, 2, 5, 6, 81, 82)] == [0, 1, 2, 2, 3, 21, 22]
+    plain = FrameLayout()
+    assert plain.video_range(-2, 5) == (-2, 5) and plain.window_video_range(-2, 5) == (-2, 5) and plain.timeline_frames(7) == 7

@@ -77,11 +77,19 @@ class ChunkPlan:
     Execution order is N0, N1, I0, N2, I1, ...; the published timeline is
     N0 · I0 · N1[a:] · I1 · N2[a:] · ...; with ``interp_frames == 0`` there are
     no I-chunks and every N-chunk is published as soon as it is generated.
+
+    ``first_cond`` says where N0's conditioning is. ``None`` (the default): N0
+    sees m frames of the reference before the timeline, which are not
+    published. A number c: the reference is part of the timeline, as in models
+    whose first latent frame *is* the reference image (Wan I2V): N0's window is
+    the timeline's first L + m frames, its first c frames are conditioning and
+    all of them are published; every later chunk sits m frames further on.
     """
 
     chunk_frames: int
     interp_frames: int
     motion_frames: int
+    first_cond: int | None = None
 
     def __post_init__(self) -> None:
         if self.chunk_frames < 1:
@@ -98,15 +106,25 @@ class ChunkPlan:
                 f"the model conditions on {self.motion_frames} motion frames, more than the chunk length "
                 f"({self.chunk_frames}); raise --chunk-frames to at least {self.motion_frames}"
             )
+        if self.first_cond is not None and not 0 < self.first_cond <= max(self.motion_frames, 1):
+            raise ValueError(f"first_cond must be between 1 and the motion frames ({self.motion_frames}), got {self.first_cond}")
 
     @property
     def interpolates(self) -> bool:
         return self.interp_frames > 0
 
+    @property
+    def offset(self) -> int:
+        """Where N1's own frames start, minus L: m when the reference is in the timeline, else 0."""
+        return 0 if self.first_cond is None else self.motion_frames
+
     def n_chunk(self, k: int) -> Chunk:
-        """N(k): new frames ``[kL, (k+1)L)`` after ``m`` motion frames from N(k-1)."""
+        """N(k): new frames ``[kL, (k+1)L)`` (shifted by ``offset``) after ``m`` motion frames from N(k-1)."""
         L, a, m = self.chunk_frames, self.interp_frames, self.motion_frames
-        start = k * L
+        start = k * L + self.offset
+        if k == 0 and self.first_cond is not None:
+            piece = Piece(("N", 0), 0, 0, start + L)
+            return Chunk("N", 0, 0, m + L, tuple(range(self.first_cond)), (0, start + L), (piece,))
         own_from = a if (self.interpolates and k > 0) else 0
         contributes = (start + own_from, start + L)
         piece = Piece(("N", k), m + own_from, *contributes)
@@ -121,7 +139,7 @@ class ChunkPlan:
         if not self.interpolates:
             raise ValueError("this plan has no I-chunks (interp_frames == 0)")
         L, a = self.chunk_frames, self.interp_frames
-        seam = (k + 1) * L
+        seam = (k + 1) * L + self.offset
         contributes = (seam, seam + a)
         own = Piece(("I", k), 1, *contributes)
         released = self.n_chunk(k + 1).contributes
@@ -152,14 +170,52 @@ class ChunkPlan:
             chunk = self.next_after(chunk)
 
     def is_past_end(self, chunk: Chunk, total_frames: int) -> bool:
-        """True when ``chunk`` is an N-chunk starting at or after the last frame.
+        """True when ``chunk`` is an N-chunk whose own frames start at or after the last frame.
 
         An I-chunk is never past the end on its own: it runs only after the
         N-chunk that follows it, which was checked already.
         """
-        return chunk.kind == "N" and chunk.index * self.chunk_frames >= total_frames
+        if chunk.kind != "N":
+            return False
+        own_start = chunk.index * self.chunk_frames + (self.offset if chunk.index > 0 else 0)
+        return own_start >= total_frames
 
     def num_chunks(self, total_frames: int) -> tuple[int, int]:
         """(N-chunks, I-chunks) a timeline of ``total_frames`` frames needs."""
-        n = -(-total_frames // self.chunk_frames)
-        return n, (n - 1 if self.interpolates else 0)
+        n = max(-(-(total_frames - self.offset) // self.chunk_frames), 1) if total_frames > 0 else 0
+        return n, (max(n - 1, 0) if self.interpolates else 0)
+
+
+@dataclass(frozen=True)
+class FrameLayout:
+    """How timeline (latent) frames map to video frames, for VAEs that compress time.
+
+    The first timeline frame covers ``first`` video frames, every later one
+    ``stride`` (a causal video VAE such as Wan's: 1, then 4). The default, 1
+    and 1, is a timeline of video frames.
+    """
+
+    stride: int = 1
+    first: int = 1
+
+    def __post_init__(self) -> None:
+        if self.stride < 1 or not 1 <= self.first <= self.stride:
+            raise ValueError(f"need stride >= 1 and 1 <= first <= stride, got stride {self.stride}, first {self.first}")
+
+    def video_start(self, frame: int) -> int:
+        """First video frame of timeline frame ``frame`` (frames before the timeline count ``stride`` each)."""
+        return frame * self.stride if frame <= 0 else self.first + (frame - 1) * self.stride
+
+    def video_range(self, start: int, end: int) -> tuple[int, int]:
+        """Video frames ``[a, b)`` of timeline frames ``[start, end)``."""
+        return self.video_start(start), self.video_start(end)
+
+    def window_video_range(self, start: int, end: int) -> tuple[int, int]:
+        """Video frames of a generated window as the model sees it: its first frame covers ``first`` video frames."""
+        return self.video_start(start + 1) - self.first, self.video_start(end)
+
+    def timeline_frames(self, video_frames: int) -> int:
+        """The fewest timeline frames that cover ``video_frames`` video frames."""
+        if video_frames <= 0:
+            return 0
+        return 1 + -(-(video_frames - self.first) // self.stride)

@@ -21,7 +21,7 @@ import torch
 
 from avatarstream.errors import InputError, PipelineGraphError
 from avatarstream.pipeline.aio import astream
-from avatarstream.pipeline.chunks import Chunk, ChunkPlan, Piece
+from avatarstream.pipeline.chunks import Chunk, ChunkPlan, FrameLayout, Piece
 from avatarstream.pipeline.overlap import FinalizeWorker
 from avatarstream.pipeline.observer import ChunkDone, RunObserver, StageSpan
 from avatarstream.pipeline.stage import PHASES, Phase, Stage
@@ -44,10 +44,21 @@ REQUIRED: dict[Phase, frozenset[str]] = {"init": frozenset(), "chunk": frozenset
 
 @dataclass(frozen=True)
 class AudioWindow:
-    """Read-only view of the model's audio track, addressed by video frame."""
+    """Read-only view of the model's audio track, addressed by video frame.
+
+    ``frames`` maps the chunks' timeline frames to video frames; ``total_frames``
+    is the audio's length in video frames once the stream has ended (None while
+    it is live), for models that treat the end of the audio specially.
+    """
 
     track: SampleTrack
     samples_per_frame: int
+    frames: FrameLayout = FrameLayout()
+    ended_at: Callable[[], int | None] = lambda: None
+
+    @property
+    def total_frames(self) -> int | None:
+        return self.ended_at()
 
     def read(self, first_frame: int, end_frame: int) -> np.ndarray:
         """Mono samples of frames ``[first_frame, end_frame)``; silence outside the audio."""
@@ -69,11 +80,13 @@ class Pipeline:
         output_channels: int = 2,
         overlap: bool = False,
         read_ahead: bool = False,
+        frames: FrameLayout = FrameLayout(),
     ) -> None:
         if model_sample_rate % fps:
             raise PipelineGraphError(f"model sample rate {model_sample_rate} is not a whole number of samples per frame at {fps} fps")
         self.stages = tuple(stages)
         self.plan = plan
+        self.frames = frames  # timeline (latent) frames -> video frames
         self.runtime = runtime
         self.fps = fps
         self.model_sample_rate = model_sample_rate
@@ -131,9 +144,10 @@ class _Run:
         self.observers = observers
         self.session = SessionState(seed=seed)
         self.timeline = AudioTimeline(pipeline.model_sample_rate, pipeline.output_sample_rate, pipeline.output_channels)
-        self.window = AudioWindow(self.timeline.model_track, pipeline.model_sample_rate // pipeline.fps)
+        self.window = AudioWindow(self.timeline.model_track, pipeline.model_sample_rate // pipeline.fps, pipeline.frames, lambda: self.total_video)
         self.t0 = time.perf_counter()
-        self.total_frames: int | None = None
+        self.total_frames: int | None = None  # timeline frames, once the audio has ended
+        self.total_video: int | None = None  # video frames: round(duration x fps)
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
@@ -152,7 +166,7 @@ class _Run:
             if worker is not None:
                 worker.close()
         for obs in self.observers:
-            obs.on_end(self.total_frames or 0, self.timeline.duration_s, self.now())
+            obs.on_end(self.total_video or 0, self.timeline.duration_s, self.now())
 
     def _chunk_loop(self, worker: FinalizeWorker | None) -> Iterator[MediaChunk]:
         chunk = self.p.plan.first()
@@ -179,8 +193,9 @@ class _Run:
                         for media in worker.drain() if next_publish == 0 else worker.ready(block=True):
                             yield self._emit(media)
                     next_publish = piece.end
-                end = chunk.contributes[1] if self.total_frames is None else min(chunk.contributes[1], self.total_frames)
-                timeline = (chunk.contributes[0], max(end, chunk.contributes[0]))
+                start, end = self.p.frames.video_range(*chunk.contributes)
+                end = end if self.total_video is None else min(end, self.total_video)
+                timeline = (start, max(end, start))
                 for obs in self.observers:
                     obs.on_chunk(ChunkDone(chunk, timeline, start_s, self.now()))
                 chunk = self.p.plan.next_after(chunk)
@@ -216,7 +231,7 @@ class _Run:
 
     def _wait_for_audio(self, chunk: Chunk) -> None:
         """Pull audio until the chunk's window (plus look-ahead) is readable or the stream ends."""
-        need_s = (chunk.window_end + self.p.audio_frames_after) / self.p.fps
+        need_s = (self.p.frames.video_start(chunk.window_end) + self.p.audio_frames_after) / self.p.fps
         while not self.timeline.ended and self.timeline.available_s() < need_s:
             block = next(self.audio, None)
             if block is None:
@@ -224,8 +239,9 @@ class _Run:
             else:
                 self.timeline.push(block)
         if self.timeline.ended and self.total_frames is None:
-            self.total_frames = self.timeline.total_frames(self.p.fps)
-            if self.total_frames == 0:
+            self.total_video = self.timeline.total_frames(self.p.fps) or 0
+            self.total_frames = self.p.frames.timeline_frames(self.total_video)
+            if self.total_video == 0:
                 raise InputError(
                     f"the audio is too short to make a single frame ({self.timeline.duration_s * 1000:.1f} ms); "
                     f"give at least {1000 / self.p.fps / 2:.0f} ms of audio"
@@ -247,13 +263,15 @@ class _Run:
     def _finisher(self, chunk: Chunk, latents: torch.Tensor, piece: Piece, *, more_follow: bool) -> Callable[[], MediaChunk]:
         """Bind everything the final stages need now, so they can run later on another thread."""
         source = latents if piece.source == (chunk.kind, chunk.index) else self.session.held.latents_of(piece.source)
-        count = piece.end - piece.start
         step: dict[str, Any] = {
-            "latents": source[:, :, piece.offset : piece.offset + count],
+            "latents": source[:, :, piece.offset : piece.offset + piece.end - piece.start],
             "frames_range": (piece.start, piece.end),
         }
+        first, end = self.p.frames.video_range(piece.start, piece.end)
+        count = end - first  # what the final stages make of these latents
+        keep = count if self.total_video is None else min(end, self.total_video) - first  # a last chunk is trimmed
         rate, fps = self.p.output_sample_rate, self.p.fps
-        audio = self.timeline.output_track.read(piece.start * rate // fps, piece.end * rate // fps)
+        audio = self.timeline.output_track.read(first * rate // fps, (first + keep) * rate // fps)
         stages = self.p._by_phase["final"]
         after = stages[0] if more_follow else self.p._by_phase["chunk"][0]
 
@@ -263,7 +281,7 @@ class _Run:
             frames = step["frames"]
             if frames.shape[0] != count:
                 raise PipelineGraphError(f"final stages returned {frames.shape[0]} frames for a stretch of {count}")
-            return MediaChunk(piece.start, frames, audio)
+            return MediaChunk(first, frames[:keep], audio)
 
         return finish
 
@@ -274,7 +292,9 @@ class _Run:
 
     def _discard_audio(self, next_chunk: Chunk, next_publish: int) -> None:
         """Drop audio that neither the next chunk's context nor pending output needs."""
-        first_needed = min(next_chunk.window_start - self.p.audio_frames_before, next_publish)
+        frames = self.p.frames
+        window_start = frames.window_video_range(next_chunk.window_start, next_chunk.window_end)[0]
+        first_needed = min(window_start - self.p.audio_frames_before, frames.video_start(next_publish))
         first_needed = max(first_needed - 1, 0)
         self.timeline.model_track.discard_before(first_needed * self.window.samples_per_frame)
         self.timeline.output_track.discard_before(first_needed * self.p.output_sample_rate // self.p.fps)
