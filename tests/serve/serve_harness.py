@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import uvicorn
 
+from avatarstream.families.options import GenerationOptions
 from avatarstream.serve import ServeSettings, create_app
 
 RATE = 16000
@@ -24,7 +25,7 @@ TOKEN = "test-token-0123456789"
 @contextmanager
 def running_server(tmp_path: Path, **overrides: object) -> Iterator[str]:
     """Yield the base URL of a live server (demo-tiny, small chunks) that stops when the block ends."""
-    settings = ServeSettings(model="demo-tiny", chunk_frames=6, interp_frames=2, port=0, work_dir=tmp_path / "work", preset="ultrafast", torch_threads=1)
+    settings = ServeSettings(model="demo-tiny", generation=GenerationOptions(chunk_frames=6, interp_frames=2), port=0, work_dir=tmp_path / "work", preset="ultrafast", torch_threads=1)
     settings = replace(settings, **overrides)
     app = create_app(settings)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level=os.environ.get("SERVE_TEST_LOG", "warning"), access_log=False, ws_max_size=settings.max_upload_bytes)

@@ -12,8 +12,7 @@ import torch
 from tqdm import tqdm
 
 from avatarstream.errors import InputError
-from avatarstream.families import VARIANTS, load_family
-from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS
+from avatarstream.cli.model_args import add_model_arguments, generation_options, load_model
 from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.pipeline.trace import TraceWriter
 from avatarstream.publish import EncoderSettings
@@ -22,7 +21,7 @@ from avatarstream.runtime.devices import DEVICE_CHOICES, resolve_device
 from avatarstream.runtime.launch import RankInfo, finish, init_rank, relaunch
 from avatarstream.runtime.policies import POLICIES, parse_residency
 from avatarstream.sources.audio_file import open_audio_file
-from avatarstream.cli.reference_choice import ASSETS, choose_reference
+from avatarstream.sources.reference_choice import ASSETS
 
 
 
@@ -48,12 +47,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--trace", type=Path, help="write a Chrome trace-event JSON (open in Perfetto) with one span per stage per chunk")
     p.add_argument("--device", default="auto", help=f"where to run: {', '.join(DEVICE_CHOICES)} or cuda:N")
     p.add_argument("--seed", type=int, default=0, help="noise seed; the same seed gives the same video")
-    p.add_argument("--chunk-frames", type=int, default=DEFAULT_CHUNK_FRAMES, help="frames per N-chunk (L)")
-    p.add_argument("--interp-frames", type=int, default=DEFAULT_INTERP_FRAMES, help="frames each I-chunk regenerates at a seam (a); 0 switches I-chunks off")
-    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="flow-matching Euler steps of the base model")
-    p.add_argument("--shift", type=float, default=DEFAULT_SHIFT, help="time shift of the flow-matching schedule")
-    p.add_argument("--model", default="demo", choices=sorted(VARIANTS), help="model family / size")
-    p.add_argument("--weights", type=Path, help="local folder with config.json and one .safetensors per module (default: the family's own)")
     p.add_argument("--preset", default="veryfast", help="x264 speed preset")
     p.add_argument(
         "--overlap",
@@ -67,6 +60,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "(e.g. a2v_dit=streamed:2,sr_dit=offloaded,default=resident; sharded needs --nproc)",
     )
     p.add_argument("--nproc", type=int, default=1, help="processes (one per GPU) under torchrun; rank 0 writes the outputs")
+    add_model_arguments(p)
     add_output_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(run=run)
@@ -92,25 +86,23 @@ def _render(args: argparse.Namespace, rank: RankInfo, device: torch.device) -> i
     audio = open_audio_file(audio_path)
 
     load_start = time.perf_counter()
-    family = load_family(args.model, args.weights)
+    family = load_model(args, device)
     residency = parse_residency(args.residency, family.modules)
-    pipeline = family.pipeline(
-        device, chunk_frames=args.chunk_frames, interp_frames=args.interp_frames, steps=args.steps, shift=args.shift, overlap=device.type == "cuda" if args.overlap is None else args.overlap, read_ahead=True,
-        residency=residency,
-    )
+    options = generation_options(args)
+    overlap = device.type == "cuda" if args.overlap is None else args.overlap
+    pipeline = family.build(device, options, residency=residency, overlap=overlap, read_ahead=True)
     pipeline.prepare()
     load_s = time.perf_counter() - load_start
 
-    cfg = family.config
-    shipped = args.weights is None and not family.weights.startswith("random")
-    reference = choose_reference(args.reference, args.avatar, cfg.image_size, shipped_weights=shipped)
+    width, height = family.frame_size
+    reference = family.reference(args.reference, args.avatar)
     if not rank.publishes:  # every rank computes (sharded modules need all of them); only rank 0 writes
         with audio:
             for _ in pipeline.stream(audio, reference, args.prompt, seed=args.seed):
                 pass
         return 0
     try:
-        settings = EncoderSettings(width=cfg.image_size, height=cfg.image_size, fps=cfg.fps, preset=args.preset)
+        settings = EncoderSettings(width=width, height=height, fps=family.fps, preset=args.preset)
     except ValueError as exc:
         raise InputError(str(exc)) from exc
     runtime = pipeline.runtime
@@ -120,11 +112,9 @@ def _render(args: argparse.Namespace, rank: RankInfo, device: torch.device) -> i
             "model": args.model,
             "weights": family.weights,
             "device": str(device),
-            "resolution": [cfg.image_size, cfg.image_size],
-            "fps": cfg.fps,
-            "chunk_frames": args.chunk_frames,
-            "interp_frames": args.interp_frames,
-            "steps": args.steps,
+            "resolution": [width, height],
+            "fps": family.fps,
+            "settings": family.settings,
             "load_s": round(load_s, 4),
             "processes": rank.world_size,
             "numa": dataclasses.asdict(rank.binding) if rank.binding else None,
@@ -139,7 +129,7 @@ def _render(args: argparse.Namespace, rank: RankInfo, device: torch.device) -> i
     if str(args.out) == "-":
         args.out = None
     publisher = open_publisher(args, settings)
-    estimate = audio.duration_s * cfg.fps if audio.duration_s else None
+    estimate = audio.duration_s * family.fps if audio.duration_s else None
     try:
         with publisher, tqdm(total=round(estimate) if estimate else None, unit="frame", disable=args.no_progress, desc="render") as bar:
             for media in pipeline.stream(audio, reference, args.prompt, seed=args.seed, observers=observers):

@@ -7,7 +7,7 @@ import logging
 import os
 from pathlib import Path
 
-from avatarstream.families import VARIANTS
+from avatarstream.cli.model_args import add_model_arguments, generation_options, model_folders
 from avatarstream.runtime.devices import DEVICE_CHOICES
 
 TOKEN_ENV = "AVATARSTREAM_TOKEN"
@@ -28,11 +28,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind; any non-loopback address needs --token")
     p.add_argument("--port", type=int, default=8000, help="port to bind")
     p.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token every API call must carry (default: ${TOKEN_ENV})")
-    p.add_argument("--model", default="demo", choices=sorted(VARIANTS), help="model family / size")
-    p.add_argument("--weights", type=Path, help="local folder with config.json and one .safetensors per module")
     p.add_argument("--device", default="auto", help=f"where to run: {', '.join(DEVICE_CHOICES)} or cuda:N")
-    p.add_argument("--chunk-frames", type=int, default=12, help="frames per N-chunk (L)")
-    p.add_argument("--interp-frames", type=int, default=3, help="frames each I-chunk regenerates at a seam; 0 switches I-chunks off")
     p.add_argument("--max-sessions", type=int, default=4, help="sessions and batch jobs at once; one more gets 503 with Retry-After")
     p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds a live session may go without any client activity")
     p.add_argument("--max-upload-mb", type=float, default=50.0, help="largest request body or WebSocket message, in MiB")
@@ -43,6 +39,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--torch-threads", type=int, help="PyTorch intra-op threads for the process (default: PyTorch's choice)")
     p.add_argument("--work-dir", type=Path, help="folder for session files (default: a fresh temporary folder)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="JSON logs on stderr")
+    add_model_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -58,9 +55,10 @@ def run(args: argparse.Namespace) -> int:
         token=args.token or None,
         model=args.model,
         weights=args.weights,
+        folders=model_folders(args),
+        dtype=args.dtype,
         device=args.device,
-        chunk_frames=args.chunk_frames,
-        interp_frames=args.interp_frames,
+        generation=generation_options(args),
         max_sessions=args.max_sessions,
         idle_timeout_s=args.idle_timeout,
         max_upload_bytes=round(args.max_upload_mb * 2**20),

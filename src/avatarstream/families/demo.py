@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 from importlib import resources
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from avatarstream.errors import InputError
+from avatarstream.families.options import GenerationOptions
+from avatarstream.sources.reference_choice import choose_reference
 from avatarstream.models.demo import (
     A2VDiT,
     AudioEncoder,
@@ -44,6 +47,7 @@ DEFAULT_CHUNK_FRAMES = 12
 DEFAULT_INTERP_FRAMES = 3
 DEFAULT_STEPS = 4
 DEFAULT_SHIFT = 3.0
+DEFAULTS = {"chunk_frames": DEFAULT_CHUNK_FRAMES, "interp_frames": DEFAULT_INTERP_FRAMES, "steps": DEFAULT_STEPS, "shift": DEFAULT_SHIFT}
 
 _NETWORKS = {
     "vae": CausalVAE,
@@ -62,6 +66,7 @@ class DemoFamily:
     config: DemoConfig
     modules: dict[str, Module]
     weights: str  # where the weights came from, for reports
+    options: GenerationOptions = field(default_factory=GenerationOptions)  # of the last build
 
     @classmethod
     def load(cls, variant: str, weights_dir: str | Path | None, *, seed: int = 0) -> DemoFamily:
@@ -116,6 +121,32 @@ class DemoFamily:
         ]
         runtime = Runtime(device, residency)
         return Pipeline(stages, plan, runtime, fps=cfg.fps, model_sample_rate=cfg.sample_rate, overlap=overlap, read_ahead=read_ahead)
+
+    # -- the family interface (families/base.py) --------------------------------------------------
+
+    name = "demo"
+
+    @property
+    def fps(self) -> int:
+        return self.config.fps
+
+    @property
+    def frame_size(self) -> tuple[int, int]:
+        return (self.config.image_size, self.config.image_size)
+
+    @property
+    def settings(self) -> dict[str, object]:
+        return {**DEFAULTS, **self.options.given()}
+
+    def build(self, device: torch.device, options: GenerationOptions, *, residency: dict[str, str] | None = None, overlap: bool = False, read_ahead: bool = False) -> Pipeline:
+        """``pipeline`` from user options; the demo family takes chunking, steps and shift only."""
+        options.refuse("demo", set(DEFAULTS))
+        self.options = options
+        return self.pipeline(device, **self.settings, residency=residency, overlap=overlap, read_ahead=read_ahead)  # type: ignore[arg-type]
+
+    def reference(self, path: Path | None, avatar: int | None) -> np.ndarray:
+        shipped = not self.weights.startswith("random") and Path(self.weights) == Path(str(SHIPPED_WEIGHTS))
+        return choose_reference(path, avatar, self.config.image_size, shipped_weights=shipped)
 
 
 def _read_config(folder: Path) -> DemoConfig:

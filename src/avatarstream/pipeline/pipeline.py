@@ -106,6 +106,13 @@ class Pipeline:
         self.audio_frames_after = max(c[1] for c in contexts)
 
     @property
+    def chunk_seconds(self) -> float:
+        """Seconds of video one N-chunk after the first adds to the timeline."""
+        second = self.plan.n_chunk(1)
+        first, end = self.frames.video_range(second.window_start + self.plan.motion_frames, second.window_end)
+        return (end - first) / self.fps
+
+    @property
     def device(self) -> torch.device:
         return self.runtime.device
 
@@ -249,8 +256,8 @@ class _Run:
 
     def _generate(self, chunk: Chunk, step: dict[str, Any], *, publishes: bool) -> torch.Tensor:
         """The chunk stages after ``_prepare``'s, now that the previous chunks' latents exist."""
-        cond_frames = chunk.cond_frames
-        step["conditioning"] = None if min(cond_frames, default=-1) < 0 else self.session.held.frames(cond_frames)
+        first = chunk.kind == "N" and chunk.index == 0  # nothing generated yet: the stages condition on the reference
+        step["conditioning"] = None if first or not chunk.cond_positions else self.session.held.frames(chunk.cond_frames)
         stages = self.p._by_phase["chunk"][len(self.p._independent) :]
         after = self.p._by_phase["final" if publishes else "chunk"][0]  # a held-back N-chunk goes straight to the next chunk
         for stage, upcoming in zip(stages, (*stages[1:], after), strict=True):

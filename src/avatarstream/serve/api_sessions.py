@@ -46,7 +46,7 @@ async def open_session(
     folder = manager.reserve()
     source = None
     try:
-        image = await server.blocking(reference_image, identity, reference, folder, server.image_size, server.settings.max_upload_bytes)
+        image = await server.blocking(reference_image, identity, reference, folder, server.frame_size, server.settings.max_upload_bytes)
         if audio is not None:
             check_audio_type(audio.content_type)
             path = await server.blocking(save_upload, audio, folder, server.settings.max_upload_bytes)

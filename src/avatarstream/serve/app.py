@@ -60,13 +60,13 @@ def create_app(settings: ServeSettings) -> FastAPI:
     if settings.torch_threads is not None:
         torch.set_num_threads(settings.torch_threads)
     device = resolve_device(settings.device)
-    family = load_family(settings.model, str(settings.weights) if settings.weights else None)
-    pipeline = family.pipeline(device, chunk_frames=settings.chunk_frames, interp_frames=settings.interp_frames)
+    family = load_family(settings.model, settings.weights, dtype=settings.dtype, device=device, folders=settings.folders)
+    pipeline = family.build(device, settings.generation)
     pipeline.prepare()
-    cfg = family.config
-    _warm_up(pipeline, cfg.image_size)
+    width, height = family.frame_size
+    _warm_up(pipeline, family.reference(None, None))
     try:
-        encoder = EncoderSettings(width=cfg.image_size, height=cfg.image_size, fps=cfg.fps, preset=settings.preset)
+        encoder = EncoderSettings(width=width, height=height, fps=family.fps, preset=settings.preset)
     except ValueError as err:
         raise InputError(str(err)) from err
     owns_work_dir = settings.work_dir is None
@@ -77,7 +77,7 @@ def create_app(settings: ServeSettings) -> FastAPI:
     metrics = ServeMetrics(lambda: manager.queued_audio_s)
     engine = Engine(pipeline, metrics, executor)
     manager = SessionManager(settings, engine, encoder, work_dir)
-    context = ServerContext(settings, engine, manager, TokenCheck(settings.token), cfg.image_size)
+    context = ServerContext(settings, engine, manager, TokenCheck(settings.token), family.frame_size)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -107,10 +107,10 @@ def create_app(settings: ServeSettings) -> FastAPI:
     return app
 
 
-def _warm_up(pipeline: Pipeline, size: int) -> None:
+def _warm_up(pipeline: Pipeline, reference: np.ndarray) -> None:
     """One short silent run, so the first session does not pay for the framework's lazy start-up."""
     silence = PcmBlock(np.zeros((1, RATE // 4), np.float32), RATE)
-    for _ in pipeline.stream([silence], np.zeros((size, size, 3), np.uint8)):
+    for _ in pipeline.stream([silence], np.zeros_like(reference)):
         pass
 
 

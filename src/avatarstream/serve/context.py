@@ -24,7 +24,7 @@ class ServerContext:
     engine: Engine
     manager: SessionManager
     auth: TokenCheck
-    image_size: int
+    frame_size: tuple[int, int]  # (width, height) every reference is fitted to
 
     async def blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """Run file and codec work off the event loop, on the app's own threads."""

@@ -103,7 +103,7 @@ class SessionManager:
             assert audio is not None
             return _file_blocks(audio)
         fps = self.engine.pipeline.fps
-        lookahead = self.settings.lookahead_s or self.settings.chunk_frames / fps
+        lookahead = self.settings.lookahead_s or self.engine.pipeline.chunk_seconds
         return LiveAudio(fps=fps, lookahead_s=lookahead, max_queued_s=self.settings.max_queued_audio_s, on_underrun=self.engine.metrics.underruns.inc)
 
     # -- lookup -----------------------------------------------------------------------------------

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from avatarstream.errors import InputError
+from avatarstream.families.options import GenerationOptions
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,10 @@ class ServeSettings:
     token: str | None = None
     model: str = "demo"
     weights: Path | None = None
+    folders: dict[str, Path] = field(default_factory=dict)  # infinitetalk's download folders, named one by one
+    dtype: str | None = None
     device: str = "auto"
-    chunk_frames: int = 12
-    interp_frames: int = 3
+    generation: GenerationOptions = GenerationOptions()  # chunking, steps, preset ...: the family checks them
     max_sessions: int = 4
     idle_timeout_s: float = 300.0
     max_upload_bytes: int = 50 * 2**20
@@ -52,7 +54,7 @@ class ServeSettings:
             raise InputError(f"--port must be in 0..65535, got {self.port}")
         if self.torch_threads is not None and self.torch_threads < 1:
             raise InputError(f"--torch-threads must be at least 1, got {self.torch_threads}")
-        for name in ("max_sessions", "max_upload_bytes", "chunk_frames"):
+        for name in ("max_sessions", "max_upload_bytes"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         for name in ("idle_timeout_s", "max_queued_audio_s", "result_ttl_s"):

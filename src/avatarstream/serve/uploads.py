@@ -70,7 +70,7 @@ def save_upload(upload: UploadFile, folder: Path, max_bytes: int) -> Path:
     return path
 
 
-def reference_image(identity: str, upload: UploadFile | None, folder: Path, size: int, max_bytes: int) -> np.ndarray:
+def reference_image(identity: str, upload: UploadFile | None, folder: Path, size: tuple[int, int], max_bytes: int) -> np.ndarray:
     """The uploaded reference (cropped and resized) or the named identity's (blocking)."""
     if upload is None:
         if identity not in IDENTITIES:

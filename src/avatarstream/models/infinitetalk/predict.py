@@ -26,7 +26,10 @@ def _pad_text(context: torch.Tensor, length: int) -> torch.Tensor:
 
 
 class DiTPredictor:
-    """Calls the DiT once per step with the conditions stacked on the batch (the cheapest way when memory allows)."""
+    """Calls the DiT once per step with the conditions stacked on the batch (the cheapest way when memory allows).
+
+    The latent is integrated in float32; the DiT runs in the dtype of ``y`` (bf16 on GPUs).
+    """
 
     def __init__(self, dit: InfiniteTalkDiT, cond: ChunkConditions) -> None:
         self.dit = dit
@@ -35,6 +38,8 @@ class DiTPredictor:
 
     def __call__(self, latent: torch.Tensor, timestep: torch.Tensor, conditions: tuple[tuple[bool, bool], ...]) -> list[torch.Tensor]:
         c, n = self.cond, len(conditions)
+        dtype = self.cond.y.dtype
+        latent = latent.to(dtype)
         texts = [_pad_text(c.context if text else c.context_null, self.text_len) for text, _ in conditions]
         audios = [c.audio if audio else torch.zeros_like(c.audio) for _, audio in conditions]
         out = self.dit(
@@ -45,4 +50,4 @@ class DiTPredictor:
             c.clip_fea.expand(n, -1, -1),
             torch.cat(audios),
         )
-        return list(out.split(1))
+        return list(out.float().split(1))

@@ -7,7 +7,7 @@ the clean motion latents the chunk is conditioned on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -54,9 +54,13 @@ def euler_step(latent: torch.Tensor, velocity: torch.Tensor, t: torch.Tensor, t_
     return latent - velocity * ((t - t_next) / 1000)
 
 
-def fix_motion(latent: torch.Tensor, motion: torch.Tensor) -> torch.Tensor:
-    """Latent [B, C, T, H, W] with its first frames replaced by the clean motion latents [B, C, n, H, W]."""
-    return torch.cat([motion.to(latent.dtype), latent[:, :, motion.shape[2] :]], dim=2)
+def fix_motion(latent: torch.Tensor, motion: torch.Tensor, positions: Sequence[int] | None = None) -> torch.Tensor:
+    """Latent [B, C, T, H, W] with the frames at ``positions`` (default: the first ones) replaced by clean latents."""
+    if positions is None:
+        return torch.cat([motion.to(latent.dtype), latent[:, :, motion.shape[2] :]], dim=2)
+    fixed = latent.clone()
+    fixed[:, :, list(positions)] = motion.to(latent.dtype)
+    return fixed
 
 
 #: (latent, timestep [1], conditions) -> one velocity per (with text, with audio) condition.
@@ -69,10 +73,15 @@ def sample(
     motion: torch.Tensor,
     schedule: torch.Tensor,
     guidance: Guidance,
+    positions: Sequence[int] | None = None,
 ) -> torch.Tensor:
-    """Integrate one chunk from ``noise``; ``predict(latent, t, conditions)`` returns one velocity per condition."""
-    latent = fix_motion(noise, motion)
+    """Integrate one chunk from ``noise``; ``predict(latent, t, conditions)`` returns one velocity per condition.
+
+    The clean ``motion`` latents sit at ``positions`` (default: the first
+    frames) before every model call and after every update.
+    """
+    latent = fix_motion(noise, motion, positions)
     for i in range(len(schedule) - 1):
         velocity = guidance.combine(predict(latent, schedule[i : i + 1], guidance.predictions))
-        latent = fix_motion(euler_step(latent, velocity, schedule[i], schedule[i + 1]), motion)
+        latent = fix_motion(euler_step(latent, velocity, schedule[i], schedule[i + 1]), motion, positions)
     return latent

@@ -1,0 +1,124 @@
+"""The ``infinitetalk`` family: Wan2.1-I2V-14B + the InfiniteTalk audio adapter in avatarstream's chunk loop.
+
+Weights come from the folders users download (either layout of the Wan base);
+the chunk loop, constant memory, runtime policies and publishing are the
+framework's. There is no super-resolution stage: the DiT generates at the
+output size and the Wan VAE decodes it causally with a per-session cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from avatarstream.errors import InputError
+from avatarstream.families.infinitetalk.layout import resolve
+from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
+from avatarstream.families.infinitetalk.presets import NEGATIVE_PROMPT, PRESETS, Preset, check_geometry, check_size
+from avatarstream.families.options import GenerationOptions
+from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE
+from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
+from avatarstream.models.infinitetalk.sampler import Guidance, timesteps
+from avatarstream.pipeline.chunks import ChunkPlan, FrameLayout
+from avatarstream.pipeline.module import Module
+from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.runtime.residency import Runtime
+from avatarstream.sources.reference import load_reference_image
+from avatarstream.sources.reference_choice import ASSETS
+from avatarstream.stages.infinitetalk.context import WanAudioContextStage
+from avatarstream.stages.infinitetalk.decode import WanDecodeStage
+from avatarstream.stages.infinitetalk.generate import WanAudioToVideoStage
+from avatarstream.stages.infinitetalk.reference import WanPromptStage, WanReferenceStage
+
+FRAMES = FrameLayout(stride=VAE_TEMPORAL_STRIDE, first=1)
+DEFAULT_PRESET = "infinitetalk"
+#: Video frames of audio after a chunk that its features see (the windows reach 2 frames ahead).
+LOOKAHEAD_FRAMES = AUDIO_WINDOW // 2
+SUPPORTED = {f.name for f in dataclasses.fields(GenerationOptions)}
+
+
+@dataclass
+class InfiniteTalkFamily:
+    """The loaded networks as Modules, and how they become a pipeline."""
+
+    networks: InfiniteTalkNetworks
+    modules: dict[str, Module]
+    weights: str
+    resolved: Preset = PRESETS[DEFAULT_PRESET]  # the settings of the last build
+
+    @property
+    def frame_size(self) -> tuple[int, int]:
+        return self.resolved.size
+
+    name = "infinitetalk"
+    fps = FPS
+
+    @classmethod
+    def load(cls, root: Path | None, *, dtype: torch.dtype, base: Path | None = None, adapter: Path | None = None, audio_encoder: Path | None = None) -> InfiniteTalkFamily:
+        layout = resolve(root, base=base, adapter=adapter, audio_encoder=audio_encoder)
+        networks = InfiniteTalkNetworks.load(layout, dtype)
+        assert networks.text_encoder is not None and networks.image_encoder is not None
+        modules = {
+            "dit": Module("dit", networks.dit),
+            "vae": Module("vae", networks.vae),
+            "audio_encoder": Module("audio_encoder", networks.audio_encoder),
+            "text_encoder": Module("text_encoder", networks.text_encoder.network),
+            "image_encoder": Module("image_encoder", networks.image_encoder.network),
+        }
+        return cls(networks, modules, f"{layout.base} ({layout.layout} layout), {layout.adapter}, {layout.audio_encoder}")
+
+    @property
+    def settings(self) -> dict[str, object]:
+        return dataclasses.asdict(self.resolved)
+
+    def resolve_options(self, options: GenerationOptions) -> Preset:
+        """The preset with the user's overrides applied and checked."""
+        options.refuse(self.name, SUPPORTED)
+        given = {k: v for k, v in options.given().items() if k not in ("preset", "negative_prompt")}
+        settings = dataclasses.replace(_preset(options.preset), **given)  # type: ignore[arg-type]
+        check_geometry(settings.chunk_frames, settings.motion_frames, settings.interp_frames)
+        check_size(settings.size)
+        if settings.motion not in ("reencode", "latent"):
+            raise InputError(f"--motion must be reencode or latent, got {settings.motion!r}")
+        if settings.audio_window_s < 1.0:
+            raise InputError(f"--audio-window must be at least 1 second of audio, got {settings.audio_window_s}")
+        return settings
+
+    def build(self, device: torch.device, options: GenerationOptions, *, residency: dict[str, str] | None = None, overlap: bool = False, read_ahead: bool = False) -> Pipeline:
+        settings = self.resolved = self.resolve_options(options)
+        own, motion, interp = check_geometry(settings.chunk_frames, settings.motion_frames, settings.interp_frames)
+        try:
+            schedule = timesteps(settings.steps, settings.shift)
+        except ValueError as exc:
+            raise InputError(f"invalid sampler setting: {exc}") from exc
+        width, height = settings.size
+        m, n = self.modules, self.networks
+        latent_shape = (n.vae.config.z_dim, height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE)
+        window_video = FRAMES.window_video_range(0, own + motion)
+        stages = [
+            WanReferenceStage(m["vae"], m["image_encoder"], n.image_encoder, window_video[1] - window_video[0]),  # type: ignore[arg-type]
+            WanPromptStage(m["text_encoder"], n.text_encoder, options.negative_prompt if options.negative_prompt is not None else NEGATIVE_PROMPT),  # type: ignore[arg-type]
+            WanAudioContextStage(m["audio_encoder"], FRAMES, latent_shape, fps=self.fps, window_s=settings.audio_window_s, lookahead_frames=LOOKAHEAD_FRAMES),
+            WanAudioToVideoStage(m["dit"], m["vae"], FRAMES, schedule, Guidance(settings.text_guidance, settings.audio_guidance), reencode=settings.motion == "reencode"),
+            WanDecodeStage(m["vae"]),
+        ]
+        plan = ChunkPlan(own, interp, motion, first_cond=1)
+        runtime = Runtime(device, residency)
+        return Pipeline(stages, plan, runtime, fps=self.fps, model_sample_rate=SAMPLE_RATE, overlap=overlap, read_ahead=read_ahead, frames=FRAMES)
+
+    def reference(self, path: Path | None, avatar: int | None) -> np.ndarray:
+        """The reference image resized and centre-cropped to the output size."""
+        if avatar is not None:
+            raise InputError("--avatar SEED is the demo family's procedural identity; give the infinitetalk model a photo with --reference IMAGE")
+        return load_reference_image(path if path is not None else ASSETS / "reference.png", self.frame_size)
+
+
+def _preset(name: str | None) -> Preset:
+    name = name or DEFAULT_PRESET
+    if name not in PRESETS:
+        raise InputError(f"unknown --model-preset {name!r} for the infinitetalk model; choose one of: {', '.join(PRESETS)}")
+    return PRESETS[name]

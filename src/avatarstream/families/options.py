@@ -1,0 +1,37 @@
+"""What a user can ask of any family's pipeline; ``None`` means the family's (or its preset's) default.
+
+Families differ in what they support: one that has no use for an option
+refuses it by name, so a wrong flag is an error, never silently ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from avatarstream.errors import InputError
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    preset: str | None = None
+    chunk_frames: int | None = None
+    interp_frames: int | None = None
+    motion_frames: int | None = None
+    steps: int | None = None
+    shift: float | None = None
+    text_guidance: float | None = None
+    audio_guidance: float | None = None
+    motion: str | None = None  # how motion frames are handed over: "reencode" or "latent"
+    size: tuple[int, int] | None = None  # (width, height)
+    negative_prompt: str | None = None
+    audio_window_s: float | None = None
+
+    def given(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+    def refuse(self, family: str, supported: set[str]) -> None:
+        """Raise for every option given that ``family`` does not support."""
+        unsupported = sorted(set(self.given()) - supported)
+        if unsupported:
+            flags = ", ".join("--" + name.replace("_", "-") for name in unsupported)
+            raise InputError(f"the {family} model has no use for {flags}; it takes: {', '.join('--' + s.replace('_', '-') for s in sorted(supported))}")

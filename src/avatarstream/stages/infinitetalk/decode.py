@@ -1,0 +1,30 @@
+"""Final stage Decode: the Wan VAE's causal decoder over the published timeline, its cache owned by the session."""
+
+from __future__ import annotations
+
+from avatarstream.models.infinitetalk.vae import DecoderCache, decode
+from avatarstream.pipeline.module import Module
+from avatarstream.pipeline.stage import Stage
+from avatarstream.pipeline.state import StageContext
+from avatarstream.stages.decode import video_to_frames
+from avatarstream.stages.infinitetalk.common import device_and_dtype
+
+
+class WanDecodeStage(Stage):
+    name = "decode"
+    phase = "final"
+    reads = ("latents",)
+    writes = ("frames",)
+
+    def __init__(self, vae: Module) -> None:
+        self.vae = vae
+
+    def modules(self) -> tuple[Module, ...]:
+        return (self.vae,)
+
+    def run(self, ctx: StageContext) -> None:
+        _, dtype = device_and_dtype(self.vae)
+        if ctx.cache is None:
+            ctx.cache = DecoderCache.for_vae(self.vae.network)
+        video = decode(self.vae.network, ctx["latents"].to(dtype), ctx.cache)
+        ctx["frames"] = video_to_frames(video.float()).numpy()

@@ -1,0 +1,74 @@
+"""Chunk stage A2V: flow-matching Euler with the reference's time shift and guidance, motion frames held clean.
+
+N0 is conditioned on the reference image's latent (its first frame); every
+later N-chunk on the motion frames of the previous one, either re-encoded
+from their decoded pixels as the reference does (``reencode``) or handed over
+as latents (cheaper). I-chunks hold both anchors clean and mark them in the
+frame-mask channels of ``y`` (experimental: the public weights were not
+trained with an end anchor).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from avatarstream.models.infinitetalk.predict import ChunkConditions, DiTPredictor
+from avatarstream.models.infinitetalk.sampler import Guidance, sample
+from avatarstream.models.infinitetalk.vae import DecoderCache, decode, encode
+from avatarstream.pipeline.chunks import Chunk, FrameLayout
+from avatarstream.pipeline.module import Module
+from avatarstream.pipeline.stage import Stage
+from avatarstream.pipeline.state import StageContext
+from avatarstream.stages.infinitetalk.common import device_and_dtype
+from avatarstream.stages.infinitetalk.reference import conditioning_channels
+
+READS = ("chunk", "audio_windows", "noise", "conditioning", "reference_latent", "reference_y", "reference_pixels", "clip_features", "text_context", "text_context_null")
+
+
+def reencode_motion(vae: torch.nn.Module, latents: torch.Tensor, chunk: Chunk) -> torch.Tensor:
+    """Motion latents as the reference makes them: decode to pixels (fresh cache), encode again.
+
+    Consecutive motion frames decode together (their first latent gives one
+    frame, each later one four); I-chunk anchors, apart in time, one by one.
+    """
+    groups = [latents] if chunk.kind == "N" else list(latents.split(1, dim=2))
+    return torch.cat([encode(vae, decode(vae, group, DecoderCache.for_vae(vae))) for group in groups], dim=2)
+
+
+class WanAudioToVideoStage(Stage):
+    name = "audio_to_video"
+    phase = "chunk"
+    writes = ("latents",)
+
+    def __init__(self, dit: Module, vae: Module, frames: FrameLayout, schedule: torch.Tensor, guidance: Guidance, *, reencode: bool) -> None:
+        self.dit = dit
+        self.vae = vae
+        self.frames = frames
+        self.schedule = schedule
+        self.guidance = guidance
+        self.reencode = reencode
+        self.reads = READS
+
+    def modules(self) -> tuple[Module, ...]:
+        return (self.dit, self.vae)  # the VAE re-encodes motion frames and makes the I-chunks' y
+
+    def run(self, ctx: StageContext) -> None:
+        chunk: Chunk = ctx["chunk"]
+        device, dtype = device_and_dtype(self.dit)
+        held = ctx["conditioning"]
+        if held is None:  # N0: the reference image is the first frame
+            motion = ctx["reference_latent"]
+        else:
+            motion = reencode_motion(self.vae.network, held.to(dtype), chunk) if self.reencode else held
+        y = ctx["reference_y"] if chunk.kind == "N" else self._interpolation_y(ctx, chunk, motion)
+        cond = ChunkConditions(y, ctx["clip_features"], ctx["text_context"], ctx["text_context_null"], ctx["audio_windows"].to(device, dtype))
+        noise = ctx["noise"].float()
+        latents = sample(DiTPredictor(self.dit.network, cond), noise, motion.float(), self.schedule.to(device), self.guidance, positions=chunk.cond_positions)
+        ctx["latents"] = latents
+
+    def _interpolation_y(self, ctx: StageContext, chunk: Chunk, anchors: torch.Tensor) -> torch.Tensor:
+        """``y`` of an I-chunk: the reference identity as in N-chunks, both anchors marked, the end anchor's latent in place."""
+        first, end = self.frames.window_video_range(chunk.window_start, chunk.window_end)
+        y = conditioning_channels(self.vae.network, ctx["reference_pixels"], end - first, anchors=chunk.cond_positions)
+        y[:, 4:, chunk.cond_positions[-1]] = anchors[:, :, -1].to(y.dtype)
+        return y
