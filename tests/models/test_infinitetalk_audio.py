@@ -57,3 +57,8 @@ def test_loudness_normalisation_targets_minus_23_lufs_and_skips_silence() -> Non
 def test_feature_frames_truncate_to_video_rate() -> None:
     assert feature_frames(57452) == 89  # the golden clip
     assert feature_frames(16000) == 25 and feature_frames(15999) == 24
+
+
+def test_audio_shorter_than_a_loudness_block_is_left_alone() -> None:
+    short = np.full(3000, 0.1, dtype=np.float32)  # under BS.1770's 400 ms block
+    assert np.array_equal(loudness_normalize(short), short)

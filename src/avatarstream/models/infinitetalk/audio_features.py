@@ -22,8 +22,14 @@ TARGET_LUFS = -23.0
 
 
 def loudness_normalize(waveform: np.ndarray, sample_rate: int = SAMPLE_RATE, target_lufs: float = TARGET_LUFS) -> np.ndarray:
-    """One gain for the whole signal to ``target_lufs`` (ITU-R BS.1770-4); unchanged when loudness is unmeasurable."""
-    loudness = pyloudnorm.Meter(sample_rate).integrated_loudness(waveform.astype(np.float64))
+    """One gain for the whole signal to ``target_lufs`` (ITU-R BS.1770-4); unchanged when loudness is unmeasurable.
+
+    BS.1770 measures over 400 ms blocks: a shorter signal has no loudness and is left as it is.
+    """
+    meter = pyloudnorm.Meter(sample_rate)
+    if waveform.shape[-1] < meter.block_size * sample_rate:
+        return waveform
+    loudness = meter.integrated_loudness(waveform.astype(np.float64))
     if not np.isfinite(loudness) or abs(loudness) > 100:
         return waveform
     return (waveform * 10 ** ((target_lufs - loudness) / 20)).astype(waveform.dtype)

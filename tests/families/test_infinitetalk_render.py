@@ -1,0 +1,88 @@
+"""``avatarstream render --model infinitetalk`` on the tiny checkpoint: a real MP4 with exact frames and A/V sync."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from publish.mp4_checks import decode
+from sources.sine_files import write_sine
+
+from avatarstream.cli.main import main
+from avatarstream.errors import InputError, PipelineGraphError
+from avatarstream.families import load_family
+from avatarstream.families.infinitetalk.layout import WeightsLayout
+from avatarstream.families.options import GenerationOptions
+from avatarstream.pipeline.pipeline import Pipeline
+
+FAST = ["--model-preset", "flashtalk", "--size", "64x48", "--no-progress"]
+
+
+def _render(weights: Path, audio: Path, out_dir: Path, *extra: str) -> tuple[Path, dict]:
+    out, report = out_dir / "out.mp4", out_dir / "report.json"
+    args = ["render", "--model", "infinitetalk", "--weights", str(weights), "--audio", str(audio), "--out", str(out), "--report", str(report), *FAST, *extra]
+    assert main(args) == 0
+    return out, json.loads(report.read_text())
+
+
+@pytest.mark.parametrize("seconds", [0.3, 2.0, 3.37])
+def test_mp4_has_exact_frames_and_audio(tiny_original: WeightsLayout, tmp_path: Path, seconds: float) -> None:
+    audio = tmp_path / "speech.wav"
+    write_sine(audio, "pcm_s16le", 16000, 1, seconds)
+    out, report = _render(tiny_original.base.parent, audio, tmp_path)
+    video = decode(out)
+    expected = round(seconds * 25)
+    assert report["frames"] == expected == len(video.frames)
+    assert (video.width, video.height) == (64, 48) and video.average_rate == 25 and video.audio_codec == "aac"
+    assert abs(video.audio_duration_s - expected / 25) <= 1 / 25 + 0.03
+    assert set(report["stage_seconds"]) == {"reference_encode", "prompt_encode", "context_gen", "audio_to_video", "decode"}  # no SR stage
+    assert report["settings"]["steps"] == 4 and report["settings"]["chunk_frames"] == 33
+
+
+def test_diffusers_layout_renders_the_same_frames(tiny_original: WeightsLayout, tiny_diffusers: WeightsLayout, tmp_path: Path) -> None:
+    audio = tmp_path / "speech.wav"
+    write_sine(audio, "pcm_s16le", 16000, 1, 1.5)
+    frames = []
+    for layout in (tiny_original, tiny_diffusers):
+        (tmp_path / layout.layout).mkdir()
+        out, _ = _render(layout.base.parent, audio, tmp_path / layout.layout, "--motion", "latent")
+        frames.append(np.stack(decode(out).frames))
+    np.testing.assert_array_equal(frames[0], frames[1])
+
+
+def test_stage_graph_is_checked_at_construction(tiny_original: WeightsLayout) -> None:
+    family = load_family("infinitetalk", tiny_original.base.parent)
+    pipeline = family.build(torch.device("cpu"), GenerationOptions(preset="flashtalk", size=(64, 48)))
+    without_prompts = [s for s in pipeline.stages if s.name != "prompt_encode"]
+    with pytest.raises(PipelineGraphError, match="reads \\['text_context', 'text_context_null'\\] but nothing before it writes them"):
+        Pipeline(without_prompts, pipeline.plan, pipeline.runtime, fps=25, model_sample_rate=16000, frames=pipeline.frames)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"chunk_frames": 80}, "must be 1 \\+ 4k video frames .* e.g. 81; got 80"),
+        ({"chunk_frames": 33, "motion_frames": 33}, "must be fewer than --chunk-frames \\(33\\): with 33 motion frames, --chunk-frames can be 37, 41"),
+        ({"interp_frames": 3}, "multiple of 4 below 72 \\(the new frames of a 81-frame chunk with 9 motion frames\\); got 3"),
+        ({"size": (100, 48)}, "multiples of 16"),
+        ({"preset": "fast"}, "unknown --model-preset 'fast'.*infinitetalk, flashtalk"),
+        ({"motion": "copy"}, "reencode or latent"),
+        ({"steps": 0}, "steps must be at least 1"),
+    ],
+)
+def test_bad_settings_are_one_clear_error(tiny_original: WeightsLayout, options: dict, message: str) -> None:
+    family = load_family("infinitetalk", tiny_original.base.parent)
+    with pytest.raises(InputError, match=message):
+        family.build(torch.device("cpu"), GenerationOptions(**options))
+
+
+def test_options_of_one_family_are_refused_by_the_other(tiny_original: WeightsLayout, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["render", "--model", "demo-tiny", "--text-guidance", "2", "--out", str(tmp_path / "a.mp4")]) == 2
+    assert "the demo model has no use for --text-guidance" in capsys.readouterr().err
+    assert main(["render", "--model", "infinitetalk", "--weights", str(tiny_original.base.parent), "--avatar", "3", *FAST, "--out", str(tmp_path / "b.mp4")]) == 2
+    assert "--avatar SEED is the demo family's" in capsys.readouterr().err
+    assert main(["render", "--model", "infinitetalk", "--out", str(tmp_path / "c.mp4")]) == 2
+    assert "needs --weights ROOT" in capsys.readouterr().err
