@@ -34,6 +34,7 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--size", type=_size, metavar="WxH", help="infinitetalk: output size in multiples of 16 (default: the preset's, 832x480 or 768x448)")
     s.add_argument("--negative-prompt", help="infinitetalk: what guidance steers away from (default: the reference's)")
     s.add_argument("--audio-window", type=float, dest="audio_window_s", metavar="SECONDS", help="infinitetalk: seconds of audio wav2vec2 sees per chunk (bounded; 8)")
+    s.add_argument("--audio-lookahead", type=int, metavar="FRAMES", help="infinitetalk: frames of audio after a chunk its features see; more is closer to whole-file features, and later in a live session (12)")
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -48,7 +49,7 @@ def generation_options(args: argparse.Namespace) -> GenerationOptions:
     return GenerationOptions(
         preset=args.model_preset, chunk_frames=args.chunk_frames, interp_frames=args.interp_frames, motion_frames=args.motion_frames,
         steps=args.steps, shift=args.shift, text_guidance=args.text_guidance, audio_guidance=args.audio_guidance, motion=args.motion,
-        size=args.size, negative_prompt=args.negative_prompt, audio_window_s=args.audio_window_s,
+        size=args.size, negative_prompt=args.negative_prompt, audio_window_s=args.audio_window_s, audio_lookahead=args.audio_lookahead,
     )  # fmt: skip
 
 

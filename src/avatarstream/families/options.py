@@ -25,6 +25,7 @@ class GenerationOptions:
     size: tuple[int, int] | None = None  # (width, height)
     negative_prompt: str | None = None
     audio_window_s: float | None = None
+    audio_lookahead: int | None = None  # video frames of audio after a chunk its features see
 
     def given(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}

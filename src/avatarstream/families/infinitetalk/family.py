@@ -36,8 +36,6 @@ from avatarstream.stages.infinitetalk.reference import WanPromptStage, WanRefere
 
 FRAMES = FrameLayout(stride=VAE_TEMPORAL_STRIDE, first=1)
 DEFAULT_PRESET = "infinitetalk"
-#: Video frames of audio after a chunk that its features see (the windows reach 2 frames ahead).
-LOOKAHEAD_FRAMES = AUDIO_WINDOW // 2
 SUPPORTED = {f.name for f in dataclasses.fields(GenerationOptions)}
 
 
@@ -86,6 +84,8 @@ class InfiniteTalkFamily:
             raise InputError(f"--motion must be reencode or latent, got {settings.motion!r}")
         if settings.audio_window_s < 1.0:
             raise InputError(f"--audio-window must be at least 1 second of audio, got {settings.audio_window_s}")
+        if not AUDIO_WINDOW // 2 <= settings.audio_lookahead <= 10 * self.fps:
+            raise InputError(f"--audio-lookahead must be {AUDIO_WINDOW // 2} to {10 * self.fps} frames (the per-frame windows reach {AUDIO_WINDOW // 2} ahead), got {settings.audio_lookahead}")
         return settings
 
     def build(self, device: torch.device, options: GenerationOptions, *, residency: dict[str, str] | None = None, overlap: bool = False, read_ahead: bool = False) -> Pipeline:
@@ -102,7 +102,7 @@ class InfiniteTalkFamily:
         stages = [
             WanReferenceStage(m["vae"], m["image_encoder"], n.image_encoder, window_video[1] - window_video[0]),  # type: ignore[arg-type]
             WanPromptStage(m["text_encoder"], n.text_encoder, options.negative_prompt if options.negative_prompt is not None else NEGATIVE_PROMPT),  # type: ignore[arg-type]
-            WanAudioContextStage(m["audio_encoder"], FRAMES, latent_shape, fps=self.fps, window_s=settings.audio_window_s, lookahead_frames=LOOKAHEAD_FRAMES),
+            WanAudioContextStage(m["audio_encoder"], FRAMES, latent_shape, fps=self.fps, window_s=settings.audio_window_s, lookahead_frames=settings.audio_lookahead),
             WanAudioToVideoStage(m["dit"], m["vae"], FRAMES, schedule, Guidance(settings.text_guidance, settings.audio_guidance), reencode=settings.motion == "reencode"),
             WanDecodeStage(m["vae"]),
         ]

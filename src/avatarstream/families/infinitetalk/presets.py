@@ -33,6 +33,7 @@ class Preset:
     audio_guidance: float
     size: tuple[int, int]  # (width, height)
     audio_window_s: float
+    audio_lookahead: int = 12  # video frames; see docs/models/infinitetalk.md for the measurement behind it
     interp_frames: int = 0  # video frames each I-chunk regenerates; off until measured on real weights
     motion: str = "reencode"
 

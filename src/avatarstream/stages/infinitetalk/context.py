@@ -17,8 +17,9 @@ import torch
 
 from avatarstream.models.infinitetalk.audio_features import SAMPLE_RATE, audio_windows, loudness_normalize, wav2vec2_features
 from avatarstream.models.infinitetalk.config import AUDIO_WINDOW
-from avatarstream.pipeline.chunks import FrameLayout
+from avatarstream.pipeline.chunks import Chunk, FrameLayout
 from avatarstream.pipeline.module import Module
+from avatarstream.pipeline.pipeline import AudioWindow
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
 from avatarstream.stages.infinitetalk.common import device_and_dtype
@@ -53,13 +54,18 @@ class WanAudioContextStage(Stage):
         start = max(0, min(stop - self.window_frames, first - AUDIO_WINDOW // 2))
         return start, max(stop, start + 1)
 
-    def run(self, ctx: StageContext) -> None:
-        chunk, audio = ctx["chunk"], ctx["audio"]
+    def windows(self, audio: AudioWindow, chunk: Chunk) -> torch.Tensor:
+        """The DiT's audio input for ``chunk``: [1, video frames of the window, 5, layers, hidden]."""
         device, dtype = device_and_dtype(self.audio_encoder)
         first, end = self.frames.window_video_range(chunk.window_start, chunk.window_end)
         start, stop = self.feature_span(chunk.window_start, chunk.window_end, audio.total_frames)
         samples = loudness_normalize(audio.read(start, stop), SAMPLE_RATE)
         features = wav2vec2_features(self.audio_encoder.network, torch.from_numpy(samples).to(device, dtype))
-        ctx["audio_windows"] = audio_windows(features, first - start, end - first)
+        return audio_windows(features, first - start, end - first)
+
+    def run(self, ctx: StageContext) -> None:
+        chunk = ctx["chunk"]
+        ctx["audio_windows"] = self.windows(ctx["audio"], chunk)
+        device, _ = device_and_dtype(self.audio_encoder)
         channels, height, width = self.latent_shape
         ctx["noise"] = seeded_noise((1, channels, chunk.window_frames, height, width), device, ctx.seed, "chunk", chunk.kind, chunk.index)

@@ -1,0 +1,455 @@
+"""InfiniteTalk at its real 14B size on one GPU: time to first frame, fps, per-stage time, memory, switch time.
+
+The weights are random bf16 (speed does not depend on their values), built
+straight on the device: every network is constructed with meta parameters,
+then ``to_empty`` gives it device memory in its final dtype and the values are
+drawn there, so nothing of the 25 B parameters ever exists on the host and
+building takes seconds, not the minutes a download and load would. Buffers
+computed in ``__init__`` (the DiT's rotary tables, CLIP's position ids) are
+built on the host, where they are small, and copied over.
+
+Scenarios: the ``flashtalk`` preset at 768x448 and 832x480 under four
+residency configurations, and one chunk of the ``infinitetalk`` preset (40
+guided steps) at 832x480, of which only a few steps are run and the rest
+extrapolated (all 40 would take minutes on one GPU). A configuration that runs
+out of device memory is reported as skipped; so is everything left once the
+time budget is spent. The JSON is rewritten after every scenario, so a run cut
+short keeps what it measured.
+
+    python -m avatarstream.benchmarks.infinitetalk_gpu --out bench/results/DIR            # a CUDA GPU, ~6 min
+    python -m avatarstream.benchmarks.infinitetalk_gpu --out /tmp/x --tiny --device cpu   # tiny networks, seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import json
+import platform
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import CLIPVisionConfig, CLIPVisionModel, UMT5Config, UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2Model
+
+from avatarstream.benchmarks.audio import bundled_speech, looped
+from avatarstream.benchmarks.measure import measure
+from avatarstream.families.infinitetalk.family import InfiniteTalkFamily
+from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
+from avatarstream.families.infinitetalk.presets import PRESETS
+from avatarstream.families.infinitetalk.tiny import TINY, TINY_WAV2VEC2
+from avatarstream.families.infinitetalk.tiny_encoders import CLIP_IMAGE, CLIP_LAYERS, CLIP_PATCH, T5_BUCKETS, T5_FFN, T5_HEADS, T5_LAYERS, umt5_tokenizer
+from avatarstream.families.options import GenerationOptions
+from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE, resample_to_video_rate
+from avatarstream.models.infinitetalk.config import InfiniteTalkConfig
+from avatarstream.models.infinitetalk.dit import FP32_PARAMETERS, InfiniteTalkDiT
+from avatarstream.models.infinitetalk.image_encoder import ImageEncoder, clip_vision_config
+from avatarstream.models.infinitetalk.text_encoder import TextEncoder, umt5_config
+from avatarstream.models.infinitetalk.vae import build_vae
+from avatarstream.pipeline.module import Module
+from avatarstream.runtime.devices import resolve_device, synchronize
+from avatarstream.weights.meta_load import empty_weights
+
+GIB = 2**30
+RESULT_FILE = "infinitetalk-gpu.json"
+#: Residency configurations measured, in the order they run (host-memory-hungry ones last).
+RESIDENCIES: dict[str, dict[str, str]] = {
+    "resident": {"default": "resident"},
+    "text_encoder_offloaded": {"text_encoder": "offloaded", "default": "resident"},
+    "dit_streamed_2": {"dit": "streamed:2", "default": "resident"},
+    "offloaded": {"default": "offloaded"},
+}
+NOT_RUN = {"sharded": "needs torchrun and several GPUs; this benchmark measures one"}
+PROMPT = "a woman is talking to the camera in a bright room, close-up portrait"
+#: Weight init: small enough that 40 residual blocks stay finite in bf16.
+WEIGHT_STD = 0.02
+
+
+# -- sizes and scenarios --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NetworkSizes:
+    """Every size the five networks are built with."""
+
+    model: InfiniteTalkConfig
+    audio: Wav2Vec2Config
+    text: UMT5Config
+    image: CLIPVisionConfig
+
+
+def real_sizes() -> NetworkSizes:
+    """Wan2.1-I2V-14B + InfiniteTalk, chinese-wav2vec2-base (wav2vec2-base sizes), UMT5-XXL, CLIP ViT-H/14."""
+    return NetworkSizes(InfiniteTalkConfig.real(), Wav2Vec2Config(), umt5_config(), clip_vision_config())
+
+
+def tiny_sizes() -> NetworkSizes:
+    """The tiny checkpoint's sizes (``tiny.py``, ``tiny_encoders.py``), for CPU dry runs."""
+    text_dim, clip_dim = TINY.dit.text_dim, TINY.dit.clip_dim
+    vocab = -(-len(umt5_tokenizer()) // 128) * 128
+    return NetworkSizes(
+        TINY,
+        Wav2Vec2Config(**TINY_WAV2VEC2),
+        umt5_config(vocab_size=vocab, d_model=text_dim, num_layers=T5_LAYERS, num_heads=T5_HEADS, d_kv=text_dim // T5_HEADS, d_ff=T5_FFN, num_buckets=T5_BUCKETS),
+        clip_vision_config(hidden_size=clip_dim, num_layers=CLIP_LAYERS, intermediate_size=4 * clip_dim, patch_size=CLIP_PATCH, image_size=CLIP_IMAGE, projection_dim=clip_dim // 2),
+    )
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One measured render: a preset at a size under a residency configuration."""
+
+    preset: str
+    size: tuple[int, int]
+    residency: str
+    seconds: float  # of looped speech
+    steps: int | None = None  # None: the preset's
+
+    @property
+    def name(self) -> str:
+        steps = f" {self.steps} steps" if self.steps is not None else ""
+        return f"{self.preset} {self.size[0]}x{self.size[1]} {self.residency}{steps}"
+
+    def options(self) -> GenerationOptions:
+        return GenerationOptions(preset=self.preset, size=self.size, steps=self.steps)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one benchmark run measures; ``tiny`` shrinks frames so tiny networks run in seconds on a CPU."""
+
+    sizes: tuple[tuple[int, int], ...]  # flashtalk output sizes
+    seconds: float  # flashtalk audio per scenario
+    infinitetalk_size: tuple[int, int]
+    infinitetalk_steps: int  # steps run of the preset's 40; the rest extrapolated
+
+    def warmups(self) -> list[Scenario]:
+        """One chunk per flashtalk size before anything is timed (kernels load, the allocator grows)."""
+        return [Scenario("flashtalk", size, "resident", one_chunk_s("flashtalk")) for size in self.sizes]
+
+    def scenarios(self) -> list[Scenario]:
+        """Grouped by residency, so the pinned host buffers of a configuration are reused across sizes."""
+        runs = [Scenario("flashtalk", size, residency, self.seconds) for residency in RESIDENCIES for size in self.sizes]
+        guided = Scenario("infinitetalk", self.infinitetalk_size, "resident", one_chunk_s("infinitetalk"), self.infinitetalk_steps)
+        runs.insert(len(self.sizes), guided)  # right after the resident runs: nothing has to move
+        return runs
+
+
+def one_chunk_s(preset: str) -> float:
+    """Audio that makes exactly one chunk of ``preset`` (its window, the reference frame included)."""
+    return PRESETS[preset].chunk_frames / FPS
+
+
+REAL_PLAN = Plan(sizes=((768, 448), (832, 480)), seconds=6.0, infinitetalk_size=(832, 480), infinitetalk_steps=3)
+TINY_PLAN = Plan(sizes=((192, 112), (208, 128)), seconds=3.0, infinitetalk_size=(208, 128), infinitetalk_steps=2)
+
+
+# -- random networks on the device ----------------------------------------------------------------
+
+
+def build_networks(sizes: NetworkSizes, device: torch.device, dtype: torch.dtype, seed: int = 0) -> InfiniteTalkNetworks:
+    """The five networks with random weights on ``device``; on ``meta`` only their shapes (no memory)."""
+    with empty_weights():  # meta parameters, real (small, computed) buffers
+        dit = InfiniteTalkDiT(sizes.model.dit, sizes.model.adapter)
+        vae = build_vae(sizes.model.vae)
+        audio = Wav2Vec2Model(sizes.audio)
+        text = UMT5EncoderModel(sizes.text)
+        image = CLIPVisionModel(sizes.image)
+    text.encoder.embed_tokens.weight = text.shared.weight  # one tied embedding, as the loader leaves it
+    if device.type != "meta":
+        generator = torch.Generator(device).manual_seed(seed)
+        materialize(dit, device, dtype, generator, keep_fp32=lambda key: any(p in key for p in FP32_PARAMETERS))
+        for network in (vae, audio, text, image):
+            materialize(network, device, dtype, generator)
+    resample_to_video_rate(audio)
+    return InfiniteTalkNetworks(dit, vae, audio, TextEncoder(text, umt5_tokenizer()), ImageEncoder(image))
+
+
+def materialize(network: nn.Module, device: torch.device, dtype: torch.dtype, generator: torch.Generator, keep_fp32: Callable[[str], bool] = lambda key: False) -> None:
+    """Give a meta-built network memory on ``device`` and random weights there; buffers keep their computed values.
+
+    Dtypes are set while still on meta (free), so the device never holds a
+    float32 copy; ``to_empty`` makes a separate tensor per owner of a shared
+    parameter, so ties are restored afterwards.
+    """
+    buffers = dict(network.named_buffers())  # to_empty replaces them; these keep their values
+    ties = shared_parameters(network)
+    for key, param in network.named_parameters():
+        param.data = torch.empty_like(param, dtype=torch.float32 if keep_fp32(key) else dtype)
+    network.to_empty(device=device)
+    for owners in ties:
+        first = getattr(*owners[0])
+        for module, name in owners[1:]:
+            setattr(module, name, first)
+    fill_random(network, generator)
+    with torch.no_grad():
+        for key, buffer in buffers.items():
+            network.get_buffer(key).copy_(buffer)
+
+
+def shared_parameters(network: nn.Module) -> list[list[tuple[nn.Module, str]]]:
+    """(module, attribute) of every parameter held under more than one name (tied embeddings)."""
+    owners: dict[int, list[tuple[nn.Module, str]]] = defaultdict(list)
+    for module in network.modules():
+        for name, param in module._parameters.items():
+            if param is not None:
+                owners[id(param)].append((module, name))
+    return [o for o in owners.values() if len(o) > 1]
+
+
+def fill_random(network: nn.Module, generator: torch.Generator) -> None:
+    """Norm scales 1, biases 0, everything else N(0, 0.02): activations stay finite through every network."""
+    norms = {id(p) for m in network.modules() if type(m).__name__.lower().endswith("norm") for p in m.parameters(recurse=False)}
+    with torch.no_grad():
+        for key, param in network.named_parameters():
+            if key.endswith("bias"):
+                param.zero_()
+            elif id(param) in norms:
+                param.fill_(1.0)
+            else:
+                param.normal_(0.0, WEIGHT_STD, generator=generator)
+
+
+def family_of(networks: InfiniteTalkNetworks, weights: str) -> InfiniteTalkFamily:
+    """The family around the networks, modules named as ``InfiniteTalkFamily.load`` names them."""
+    assert networks.text_encoder is not None and networks.image_encoder is not None
+    modules = {
+        "dit": Module("dit", networks.dit),
+        "vae": Module("vae", networks.vae),
+        "audio_encoder": Module("audio_encoder", networks.audio_encoder),
+        "text_encoder": Module("text_encoder", networks.text_encoder.network),
+        "image_encoder": Module("image_encoder", networks.image_encoder.network),
+    }
+    return InfiniteTalkFamily(networks, modules, weights)
+
+
+# -- measuring ------------------------------------------------------------------------------------
+
+
+class Progress:
+    """Timestamped progress lines, flushed at once (the run is watched live, and may be cut short)."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def __call__(self, message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')} +{self.elapsed:6.1f}s] {message}", flush=True)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Device OOM, or a failed pinned host allocation (reported by CUDA as a RuntimeError)."""
+    return isinstance(exc, torch.OutOfMemoryError) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc))
+
+
+def run_scenario(family: InfiniteTalkFamily, scenario: Scenario, device: torch.device, speech: Any) -> dict[str, Any]:
+    """Build, prepare and render ``scenario``; a configuration that does not fit is a skip, not a crash."""
+    pipeline = None
+    try:
+        start = time.perf_counter()
+        overlap = device.type == "cuda"
+        pipeline = family.build(device, scenario.options(), residency=RESIDENCIES[scenario.residency], overlap=overlap, read_ahead=overlap)
+        build_s = time.perf_counter() - start
+        start = time.perf_counter()
+        pipeline.prepare()
+        synchronize(device)
+        prepare_s = time.perf_counter() - start
+        reset_device_peak(device)
+        report = measure(pipeline, family.reference(None, None), looped(speech, SAMPLE_RATE, scenario.seconds))
+        return summarize(scenario, report, build_s, prepare_s, pipeline.runtime.h2d_bytes)
+    except (torch.OutOfMemoryError, RuntimeError) as exc:
+        if not is_out_of_memory(exc):
+            raise
+        return {**describe(scenario), "status": "skipped", "reason": f"out of memory: {str(exc).splitlines()[0]}"}
+    finally:
+        if pipeline is not None:
+            pipeline.runtime.close()
+        del pipeline
+        back_on_device(family, device)
+
+
+def describe(scenario: Scenario) -> dict[str, Any]:
+    return {"preset": scenario.preset, "size": list(scenario.size), "residency": RESIDENCIES[scenario.residency], "audio_s": scenario.seconds}
+
+
+def summarize(scenario: Scenario, report: dict[str, Any], build_s: float, prepare_s: float, h2d_bytes: int) -> dict[str, Any]:
+    """The figures of one render, per chunk where that is what compares across audio lengths."""
+    chunks = max(report["num_chunks"], 1)
+    switches = report["stage_switches"]
+    peak = report["peak_device_bytes"]
+    result = {
+        **describe(scenario),
+        "status": "ok",
+        "build_s": round(build_s, 3),  # pipeline and weight packing (offloaded, streamed)
+        "prepare_s": round(prepare_s, 3),  # weights placed as the policy wants them before the request
+        **{k: report[k] for k in ("ttff_s", "fps_out", "realtime_factor", "wall_s", "frames", "duration_s", "num_chunks")},
+        "seconds_per_chunk": report["wall_s"] / chunks,
+        "stage_seconds": report["stage_seconds"],
+        "stage_ms_per_chunk": {stage: round(1e3 * s / chunks, 3) for stage, s in report["stage_seconds"].items()},
+        "stage_switches": switches,
+        "exposed_switch_ms_per_chunk": round(sum(s["count"] * s["mean_ms"] for s in switches.values()) / chunks, 3),
+        "max_exposed_switch_ms": round(max((s["max_ms"] for s in switches.values()), default=0.0), 3),
+        "peak_device_bytes": peak,
+        "peak_device_gib": round(peak / GIB, 2) if peak is not None else None,
+        "peak_rss_bytes": report["peak_rss_bytes"],
+        "h2d_bytes": h2d_bytes,
+    }
+    if scenario.steps is not None:
+        result.update(extrapolate(scenario, report))
+    return result
+
+
+def extrapolate(scenario: Scenario, report: dict[str, Any]) -> dict[str, Any]:
+    """Seconds per chunk at the preset's step count, from the steps that ran: the other stages stay, A2V scales per step."""
+    steps = PRESETS[scenario.preset].steps
+    a2v = report["stage_seconds"]["audio_to_video"]
+    per_step = a2v / scenario.steps
+    chunks = max(report["num_chunks"], 1)
+    return {
+        "steps_run": scenario.steps,
+        "preset_steps": steps,
+        "seconds_per_step": per_step / chunks,
+        "seconds_per_chunk_at_preset_steps": (report["wall_s"] - a2v + per_step * steps) / chunks,
+    }
+
+
+def reset_device_peak(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def back_on_device(family: InfiniteTalkFamily, device: torch.device) -> None:
+    """Every network resident again, so each scenario starts from the same place and the last one's host copies can go."""
+    for module in family.modules.values():
+        module.network.to(device)
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def release_host_cache(device: torch.device) -> None:
+    """Return cached pinned host blocks to the system (the host allocator never does it by itself).
+
+    Called between residency configurations, not between sizes of one: the
+    next size's packing reuses the same blocks without pinning anew.
+    """
+    if device.type != "cuda":
+        return
+    empty = getattr(torch.accelerator, "empty_host_cache", None) or getattr(torch._C, "_host_emptyCache", None)
+    if empty is not None:
+        empty()
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+
+def environment(device: torch.device) -> dict[str, Any]:
+    info: dict[str, Any] = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "torch": torch.__version__, "python": platform.python_version(), "device": str(device)}
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update(gpu=props.name, gpu_memory_bytes=props.total_memory, capability=f"{props.major}.{props.minor}", cuda=torch.version.cuda)
+    return info
+
+
+def parameter_counts(networks: InfiniteTalkNetworks) -> dict[str, int]:
+    assert networks.text_encoder is not None and networks.image_encoder is not None
+    parts = {"dit": networks.dit, "vae": networks.vae, "audio_encoder": networks.audio_encoder, "text_encoder": networks.text_encoder.network, "image_encoder": networks.image_encoder.network}
+    return {name: sum(p.numel() for p in network.parameters()) for name, network in parts.items()}
+
+
+def run_all(plan: Plan, family: InfiniteTalkFamily, device: torch.device, budget_s: float, progress: Progress, save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Warm up, then every scenario in order; skips what the budget leaves no time for."""
+    speech = bundled_speech(SAMPLE_RATE)
+    for warmup in plan.warmups():
+        progress(f"warm-up: {warmup.name}")
+        run_scenario(family, warmup, device, speech)
+    results: dict[str, Any] = {}
+    previous = None
+    for scenario in plan.scenarios():
+        if scenario.residency != previous:
+            release_host_cache(device)
+            previous = scenario.residency
+        if progress.elapsed > budget_s:
+            results[scenario.name] = {**describe(scenario), "status": "skipped", "reason": f"time budget of {budget_s:g} s spent"}
+            progress(f"skipped (budget): {scenario.name}")
+            continue
+        progress(f"running: {scenario.name}")
+        results[scenario.name] = record = run_scenario(family, scenario, device, speech)
+        progress(f"  -> {headline(record)}")
+        save(results)
+    return results
+
+
+def headline(record: dict[str, Any]) -> str:
+    if record["status"] != "ok":
+        return f"skipped: {record['reason']}"
+    peak = f", peak {record['peak_device_gib']} GiB" if record["peak_device_gib"] is not None else ""
+    return f"ttff {record['ttff_s']:.2f} s, {record['fps_out']:.2f} fps, x{record['realtime_factor']:.3f} real time, {record['seconds_per_chunk']:.2f} s/chunk{peak}"
+
+
+def write_json(path: Path, result: dict[str, Any]) -> None:
+    """Replace the result file whole (a reader never sees half a file)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help=f"folder for {RESULT_FILE}")
+    parser.add_argument("--device", default="cuda", help="cuda (the benchmark) or cpu (with --tiny: a dry run)")
+    parser.add_argument("--tiny", action="store_true", help="tiny networks and frames: checks the run, measures nothing useful")
+    parser.add_argument("--budget-s", type=float, default=420.0, help="start no scenario after this many seconds; the rest are reported as skipped")
+    args = parser.parse_args(argv)
+    progress = Progress()
+    device = resolve_device(args.device)
+    plan = TINY_PLAN if args.tiny else REAL_PLAN
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / RESULT_FILE
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+
+    progress(f"building {'tiny' if args.tiny else 'real 14B'} networks on {device} ({str(dtype).removeprefix('torch.')})")
+    start = time.perf_counter()
+    networks = build_networks(tiny_sizes() if args.tiny else real_sizes(), device, dtype)
+    synchronize(device)
+    build_s = time.perf_counter() - start
+    family = family_of(networks, f"random {'tiny' if args.tiny else 'real-size'} weights")
+    counts = parameter_counts(networks)
+    progress(f"built in {build_s:.1f} s: " + ", ".join(f"{k} {v / 1e9:.3f} B" for k, v in counts.items()))
+
+    result: dict[str, Any] = {
+        "benchmark": "infinitetalk-gpu",
+        "environment": environment(device),
+        "tiny": args.tiny,
+        "dtype": str(dtype).removeprefix("torch."),
+        "parameters": counts,
+        "weight_bytes": sum(m.size_bytes for m in family.modules.values()),
+        "build_s": round(build_s, 3),
+        "budget_s": args.budget_s,
+        "plan": dataclasses.asdict(plan),
+        "not_run": NOT_RUN,
+        "scenarios": {},
+    }
+
+    def save(scenarios: dict[str, Any]) -> None:
+        write_json(path, {**result, "scenarios": scenarios, "total_s": round(progress.elapsed, 1)})
+
+    save({})
+    result["scenarios"] = run_all(plan, family, device, args.budget_s, progress, save)
+    result["total_s"] = round(progress.elapsed, 1)
+    write_json(path, result)
+    progress(f"wrote {path}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
