@@ -34,7 +34,7 @@ def measure(
     """
     recorder = ReportRecorder(lambda: peak_device_bytes(pipeline.device), late_fields={"stage_switches": pipeline.runtime.switch_summary})
     frames: list[np.ndarray] = []
-    height = width = reference.shape[0]
+    height, width = reference.shape[:2]
     try:
         stream = pipeline.stream(audio, reference, observers=[recorder])
         if encode_to is None:

@@ -6,6 +6,7 @@ import dataclasses
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -13,11 +14,14 @@ import numpy as np
 from avatarstream.benchmarks import plots
 from avatarstream.benchmarks.audio import looped, looped_array
 from avatarstream.benchmarks.context import BenchContext
+from avatarstream.benchmarks.audio_window import window_errors
 from avatarstream.benchmarks.raw_loop import raw_frames
+from avatarstream.benchmarks.raw_loop_infinitetalk import raw_frames as raw_frames_infinitetalk
 from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS
 from avatarstream.errors import InputError
 from avatarstream.models.demo import DemoConfig
 from avatarstream.runtime.compare import compare_policies, standard_configs
+from avatarstream.stages.infinitetalk.context import WanAudioContextStage
 
 SPEED_KEYS = ("ttff_s", "fps_out", "realtime_factor", "wall_s", "frames", "duration_s")
 
@@ -71,19 +75,24 @@ def resolution(ctx: BenchContext) -> dict[str, Any]:
 def overhead(ctx: BenchContext) -> dict[str, Any]:
     """Framework overhead: the pipeline against the same models in a plain loop, interleaved, no encoding."""
     family, _ = ctx.family()
-    cfg = family.config
-    samples = looped_array(ctx.speech(cfg.sample_rate), cfg.sample_rate, ctx.seconds)
-    reference = ctx.reference(cfg.image_size)
-    options = {"chunk_frames": DEFAULT_CHUNK_FRAMES, "interp_frames": DEFAULT_INTERP_FRAMES, "steps": DEFAULT_STEPS, "shift": DEFAULT_SHIFT}
+    if family.name == "infinitetalk":
+        options: dict[str, Any] = {}
+        raw = partial(raw_frames_infinitetalk, family)
+    else:
+        options = {"chunk_frames": DEFAULT_CHUNK_FRAMES, "interp_frames": DEFAULT_INTERP_FRAMES, "steps": DEFAULT_STEPS, "shift": DEFAULT_SHIFT}
+        raw = partial(raw_frames, family, **options)
     pipe_s, raw_s, loop_pct, identical = [], [], [], True
     for _ in range(ctx.repeats):
         report = ctx.run(family, encode=False, keep_frames=True, **options)
+        rate = 16000  # both families' model audio rate
+        samples = looped_array(ctx.speech(rate), rate, ctx.seconds)
+        reference = ctx.reference(family.frame_size)
         pipe_s.append(report["wall_s"])
         loop_pct.append(100 * (report["wall_s"] - sum(report["stage_seconds"].values())) / report["wall_s"])
         start = time.perf_counter()
-        raw = np.concatenate(list(raw_frames(family, reference, samples, **options)))
+        frames = np.concatenate(list(raw(reference, samples)))
         raw_s.append(time.perf_counter() - start)
-        identical &= bool(np.array_equal(raw, report["frames_array"]))
+        identical &= bool(np.array_equal(frames, report["frames_array"]))
     pipe, raw_t = statistics.median(pipe_s), statistics.median(raw_s)
     return {
         "pipeline_s": pipe, "raw_loop_s": raw_t, "pipeline_s_all": pipe_s, "raw_loop_s_all": raw_s,
@@ -98,7 +107,7 @@ def memory(ctx: BenchContext) -> dict[str, Any]:
     family, _ = ctx.family()
     seconds = ctx.minutes * 60
     report = ctx.run(family, seconds)
-    times = np.array([c["timeline"][1] for c in report["chunks"]]) / family.config.fps
+    times = np.array([c["timeline"][1] for c in report["chunks"]]) / family.fps
     rss = np.array([c["rss_bytes"] for c in report["chunks"]], dtype=np.float64)
     window = min(300.0, seconds / 6)
     first, last = rss[times <= window].max(), rss[times >= seconds - window].max()
@@ -163,6 +172,28 @@ def residency(ctx: BenchContext) -> dict[str, Any]:
     )
 
 
+def motion(ctx: BenchContext) -> dict[str, Any]:
+    """infinitetalk: motion frames re-encoded from pixels (the reference's way) against handed over as latents."""
+    if ctx.model != "infinitetalk":
+        raise InputError("the motion scenario compares the infinitetalk family's motion hand-over; run it with --model infinitetalk --weights ROOT")
+    result = _compare(ctx, {"reencode": {"motion": "reencode"}, "latent": {"motion": "latent"}}, check_identical=False)
+    result["reencode_cost_pct"] = 100 * (result["reencode"]["wall_s"] / result["latent"]["wall_s"] - 1)
+    return result
+
+
+def audio_window(ctx: BenchContext) -> dict[str, Any]:
+    """infinitetalk: rolling-window wav2vec2 features against whole-file features, per window length and look-ahead."""
+    if ctx.model != "infinitetalk":
+        raise InputError("the audio-window scenario measures the infinitetalk family's audio encoder; run it with --model infinitetalk --weights ROOT")
+    family, _ = ctx.family()
+    pipeline = ctx.pipeline(family)
+    stage = next(s for s in pipeline.stages if isinstance(s, WanAudioContextStage))
+    samples = looped_array(ctx.speech(pipeline.model_sample_rate), pipeline.model_sample_rate, ctx.seconds)
+    spans = [(window, ahead) for window in (2.0, 4.0, 8.0, 16.0) for ahead in (2, 12, 25, 50)]
+    errors = window_errors(family.modules["audio_encoder"], stage, pipeline.plan, samples, spans)
+    return {"rows": [{"window_s": w, "lookahead_frames": a, **e} for (w, a), e in errors.items()]}
+
+
 SCENARIOS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
     "speed": speed,
     "resolution": resolution,
@@ -172,6 +203,8 @@ SCENARIOS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
     "overlap": overlap,
     "compile": compiled,
     "residency": residency,
+    "motion": motion,
+    "audio-window": audio_window,
 }
 
 

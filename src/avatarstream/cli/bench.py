@@ -12,6 +12,7 @@ import torch
 from tqdm import tqdm
 
 from avatarstream.benchmarks.context import BenchContext
+from avatarstream.cli.model_args import add_model_arguments
 from avatarstream.benchmarks.scenarios import SCENARIOS
 from avatarstream.errors import InputError
 from avatarstream.runtime.devices import DEVICE_CHOICES, resolve_device
@@ -29,12 +30,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="scenario to run (repeatable; default: speed)")
-    p.add_argument("--model", default="demo", choices=["demo", "demo-tiny"], help="model size (random weights: speed does not depend on them)")
     p.add_argument("--device", default="auto", help=f"{', '.join(DEVICE_CHOICES)} or cuda:N")
     p.add_argument("--seconds", type=float, default=30.0, help="audio length of each measured run")
     p.add_argument("--minutes", type=float, default=30.0, help="session length of the memory scenario")
     p.add_argument("--repeats", type=int, default=3, help="runs per measurement (the median is reported)")
     p.add_argument("--out", type=Path, default=Path("bench/results/latest"), help="folder for JSON and PNG results")
+    add_model_arguments(p)  # demo / demo-tiny run from random weights (speed does not depend on them); infinitetalk from --weights
     p.set_defaults(run=run)
 
 
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--seconds and --minutes must be positive and --repeats at least 1")
     device = resolve_device(args.device)
     args.out.mkdir(parents=True, exist_ok=True)
-    ctx = BenchContext(args.model, device, args.seconds, args.repeats, args.out, minutes=args.minutes)
+    ctx = BenchContext(args.model, device, args.seconds, args.repeats, args.out, minutes=args.minutes, model_args=args)
     machine = {
         "date": datetime.date.today().isoformat(),
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
