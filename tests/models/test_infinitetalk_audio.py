@@ -62,3 +62,9 @@ def test_feature_frames_truncate_to_video_rate() -> None:
 def test_audio_shorter_than_a_loudness_block_is_left_alone() -> None:
     short = np.full(3000, 0.1, dtype=np.float32)  # under BS.1770's 400 ms block
     assert np.array_equal(loudness_normalize(short), short)
+
+
+def test_feature_frames_are_exact_on_whole_frames() -> None:
+    assert int(37120 / 16000 * 25) == 57  # the float formula loses a frame here ...
+    assert feature_frames(37120) == 58  # ... integer arithmetic does not
+    assert all(feature_frames(640 * n) == n for n in range(1, 2000))

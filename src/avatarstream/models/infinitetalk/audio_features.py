@@ -36,8 +36,13 @@ def loudness_normalize(waveform: np.ndarray, sample_rate: int = SAMPLE_RATE, tar
 
 
 def feature_frames(num_samples: int, sample_rate: int = SAMPLE_RATE, fps: int = FPS) -> int:
-    """How many video-rate feature frames ``num_samples`` of audio give (the architecture truncates)."""
-    return int(num_samples / sample_rate * fps)
+    """How many video-rate feature frames ``num_samples`` of audio give (the architecture truncates).
+
+    Integer arithmetic: the reference's ``int(n / rate * fps)`` loses a frame
+    to float rounding on some exact multiples (37120 samples: 57, not 58),
+    which would stretch a window's features out of step with the video.
+    """
+    return num_samples * fps // sample_rate
 
 
 def resample_to_video_rate(network: Wav2Vec2Model) -> None:
