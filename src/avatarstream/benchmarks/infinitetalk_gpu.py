@@ -27,6 +27,7 @@ import dataclasses
 import gc
 import json
 import platform
+import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -34,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import psutil
 import torch
 from torch import nn
 from transformers import CLIPVisionConfig, CLIPVisionModel, UMT5Config, UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2Model
@@ -54,9 +57,12 @@ from avatarstream.models.infinitetalk.text_encoder import TextEncoder, umt5_conf
 from avatarstream.models.infinitetalk.vae import build_vae
 from avatarstream.pipeline.module import Module
 from avatarstream.runtime.devices import resolve_device, synchronize
+from avatarstream.runtime.packing import module_tensors
 from avatarstream.weights.meta_load import empty_weights
 
 GIB = 2**30
+#: The real checkpoint's dtype, on the CPU dry run too: it is where dtype mistakes show before GPU time is spent.
+DTYPE = torch.bfloat16
 RESULT_FILE = "infinitetalk-gpu.json"
 #: Residency configurations measured, in the order they run (host-memory-hungry ones last).
 RESIDENCIES: dict[str, dict[str, str]] = {
@@ -66,12 +72,16 @@ RESIDENCIES: dict[str, dict[str, str]] = {
     "offloaded": {"default": "offloaded"},
 }
 NOT_RUN = {"sharded": "needs torchrun and several GPUs; this benchmark measures one"}
-PROMPT = "a woman is talking to the camera in a bright room, close-up portrait"
 #: Weight init: small enough that 40 residual blocks stay finite in bf16.
 WEIGHT_STD = 0.02
-#: DiT parameters kept in float32 under bf16: the loader's, plus the audio projection's LayerNorm, which
-#: ``AudioProjection`` feeds float32 tokens (a bf16 LayerNorm refuses them; the loader leaves it bf16).
-KEEP_FP32 = (*FP32_PARAMETERS, "audio_proj.norm")
+#: Host memory left alone when judging whether a configuration's pinned weights fit.
+HOST_RESERVE = 8 * GIB
+#: Where this benchmark's DiT dtypes depart from the loader's, so that bf16 runs at all (see ``keep_fp32``).
+WORKAROUNDS = {
+    "audio_proj.norm": "kept float32: AudioProjection feeds it float32 tokens, which a bf16 LayerNorm refuses (the loader makes it bf16)",
+    "scale_shift_table": "the DiT's own table made bf16: as its first >1-D parameter in float32 (as loaded) it makes the stages "
+    "take float32 for the DiT's dtype, and re-encoding motion frames then feeds float32 latents to the bf16 VAE",
+}
 
 
 # -- sizes and scenarios --------------------------------------------------------------------------
@@ -149,7 +159,7 @@ def one_chunk_s(preset: str) -> float:
     return PRESETS[preset].chunk_frames / FPS
 
 
-REAL_PLAN = Plan(sizes=((768, 448), (832, 480)), seconds=6.0, infinitetalk_size=(832, 480), infinitetalk_steps=3)
+REAL_PLAN = Plan(sizes=((768, 448), (832, 480)), seconds=5.0, infinitetalk_size=(832, 480), infinitetalk_steps=3)
 TINY_PLAN = Plan(sizes=((64, 48), (80, 48)), seconds=1.5, infinitetalk_size=(80, 48), infinitetalk_steps=2)
 
 
@@ -167,11 +177,18 @@ def build_networks(sizes: NetworkSizes, device: torch.device, dtype: torch.dtype
     text.encoder.embed_tokens.weight = text.shared.weight  # one tied embedding, as the loader leaves it
     if device.type != "meta":
         generator = torch.Generator(device).manual_seed(seed)
-        materialize(dit, device, dtype, generator, keep_fp32=lambda key: any(p in key for p in KEEP_FP32))
+        materialize(dit, device, dtype, generator, keep_fp32)
         for network in (vae, audio, text, image):
             materialize(network, device, dtype, generator)
     resample_to_video_rate(audio)
     return InfiniteTalkNetworks(dit, vae, audio, TextEncoder(text, umt5_tokenizer()), ImageEncoder(image))
+
+
+def keep_fp32(key: str) -> bool:
+    """The DiT parameters kept in float32 under bf16: the loader's (``FP32_PARAMETERS``) with ``WORKAROUNDS`` applied."""
+    if key == "scale_shift_table":
+        return False
+    return key.startswith("audio_proj.norm") or any(p in key for p in FP32_PARAMETERS)
 
 
 def materialize(network: nn.Module, device: torch.device, dtype: torch.dtype, generator: torch.Generator, keep_fp32: Callable[[str], bool] = lambda key: False) -> None:
@@ -254,13 +271,13 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, torch.OutOfMemoryError) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc))
 
 
-def run_scenario(family: InfiniteTalkFamily, scenario: Scenario, device: torch.device, speech: Any) -> dict[str, Any]:
+def run_scenario(family: InfiniteTalkFamily, scenario: Scenario, device: torch.device, speech: np.ndarray) -> dict[str, Any]:
     """Build, prepare and render ``scenario``; a configuration that does not fit is a skip, not a crash."""
     pipeline = None
     try:
         start = time.perf_counter()
-        overlap = device.type == "cuda"
-        pipeline = family.build(device, scenario.options(), residency=RESIDENCIES[scenario.residency], overlap=overlap, read_ahead=overlap)
+        # overlap as render does on a GPU; on the CPU dry run too, so that it takes the GPU's code path
+        pipeline = family.build(device, scenario.options(), residency=RESIDENCIES[scenario.residency], overlap=True, read_ahead=True)
         build_s = time.perf_counter() - start
         start = time.perf_counter()
         pipeline.prepare()
@@ -268,8 +285,9 @@ def run_scenario(family: InfiniteTalkFamily, scenario: Scenario, device: torch.d
         prepare_s = time.perf_counter() - start
         reset_device_peak(device)
         report = measure(pipeline, family.reference(None, None), looped(speech, SAMPLE_RATE, scenario.seconds))
-        return summarize(scenario, report, build_s, prepare_s, pipeline.runtime.h2d_bytes)
-    except (torch.OutOfMemoryError, RuntimeError) as exc:
+        init = {stage.name for stage in pipeline.stages if stage.phase == "init"}
+        return summarize(scenario, report, init, build_s=build_s, prepare_s=prepare_s, h2d_bytes=pipeline.runtime.h2d_bytes)
+    except RuntimeError as exc:  # torch.OutOfMemoryError is one
         if not is_out_of_memory(exc):
             raise
         return {**describe(scenario), "status": "skipped", "reason": f"out of memory: {str(exc).splitlines()[0]}"}
@@ -284,44 +302,59 @@ def describe(scenario: Scenario) -> dict[str, Any]:
     return {"preset": scenario.preset, "size": list(scenario.size), "residency": RESIDENCIES[scenario.residency], "audio_s": scenario.seconds}
 
 
-def summarize(scenario: Scenario, report: dict[str, Any], build_s: float, prepare_s: float, h2d_bytes: int) -> dict[str, Any]:
-    """The figures of one render, per chunk where that is what compares across audio lengths."""
+def summarize(scenario: Scenario, report: dict[str, Any], init_stages: set[str], *, build_s: float, prepare_s: float, h2d_bytes: int) -> dict[str, Any]:
+    """The figures of one render; per chunk too, since that is what compares across audio lengths."""
     chunks = max(report["num_chunks"], 1)
     switches = report["stage_switches"]
     peak = report["peak_device_bytes"]
+    chunk_s = [c["wall_s"] for c in report["chunks"]]
     result = {
         **describe(scenario),
         "status": "ok",
-        "build_s": round(build_s, 3),  # pipeline and weight packing (offloaded, streamed)
-        "prepare_s": round(prepare_s, 3),  # weights placed as the policy wants them before the request
+        "build_s": round(build_s, 3),  # the pipeline, and packing the weights of offloaded and streamed modules
+        "prepare_s": round(prepare_s, 3),  # weights placed as the policy wants them, as render does before a request
         **{k: report[k] for k in ("ttff_s", "fps_out", "realtime_factor", "wall_s", "frames", "duration_s", "num_chunks")},
-        "seconds_per_chunk": report["wall_s"] / chunks,
+        "chunk_s": chunk_s,
+        # chunks after the first: what a long session settles to (the first has no motion frames to re-encode)
+        "steady_chunk_s": statistics.median(chunk_s[1:] or chunk_s),
+        "video_s_per_chunk": video_s_per_chunk(scenario.preset),
         "stage_seconds": report["stage_seconds"],
-        "stage_ms_per_chunk": {stage: round(1e3 * s / chunks, 3) for stage, s in report["stage_seconds"].items()},
+        "stage_ms_per_chunk": {stage: round(1e3 * s / chunks, 3) for stage, s in report["stage_seconds"].items() if stage not in init_stages},
         "stage_switches": switches,
-        "exposed_switch_ms_per_chunk": round(sum(s["count"] * s["mean_ms"] for s in switches.values()) / chunks, 3),
+        "exposed_switch_ms_total": round(sum(s["count"] * s["mean_ms"] for s in switches.values()), 3),
         "max_exposed_switch_ms": round(max((s["max_ms"] for s in switches.values()), default=0.0), 3),
         "peak_device_bytes": peak,
         "peak_device_gib": round(peak / GIB, 2) if peak is not None else None,
         "peak_rss_bytes": report["peak_rss_bytes"],
         "h2d_bytes": h2d_bytes,
     }
+    result["steady_realtime_factor"] = result["video_s_per_chunk"] / result["steady_chunk_s"]
     if scenario.steps is not None:
-        result.update(extrapolate(scenario, report))
+        init_s = sum(s for stage, s in report["stage_seconds"].items() if stage in init_stages)
+        result.update(extrapolate(scenario, report, init_s))
     return result
 
 
-def extrapolate(scenario: Scenario, report: dict[str, Any]) -> dict[str, Any]:
-    """Seconds per chunk at the preset's step count, from the steps that ran: the other stages stay, A2V scales per step."""
+def video_s_per_chunk(preset: str) -> float:
+    """Seconds of new video each chunk after the first adds (its window less the motion frames)."""
+    settings = PRESETS[preset]
+    return (settings.chunk_frames - settings.motion_frames) / FPS
+
+
+def extrapolate(scenario: Scenario, report: dict[str, Any], init_s: float) -> dict[str, Any]:
+    """One chunk at the preset's step count from the few steps that ran: every other stage stays, A2V grows per step."""
+    assert scenario.steps is not None
     steps = PRESETS[scenario.preset].steps
-    a2v = report["stage_seconds"]["audio_to_video"]
-    per_step = a2v / scenario.steps
-    chunks = max(report["num_chunks"], 1)
+    per_step = report["stage_seconds"]["audio_to_video"] / scenario.steps
+    missing_s = per_step * (steps - scenario.steps)
+    chunk_s = report["wall_s"] - init_s + missing_s
     return {
         "steps_run": scenario.steps,
         "preset_steps": steps,
-        "seconds_per_step": per_step / chunks,
-        "seconds_per_chunk_at_preset_steps": (report["wall_s"] - a2v + per_step * steps) / chunks,
+        "seconds_per_step": per_step,  # all guidance predictions of a step, batched in one DiT call
+        "ttff_s_at_preset_steps": report["ttff_s"] + missing_s,
+        "chunk_s_at_preset_steps": chunk_s,
+        "realtime_factor_at_preset_steps": video_s_per_chunk(scenario.preset) / chunk_s,
     }
 
 
@@ -337,6 +370,38 @@ def back_on_device(family: InfiniteTalkFamily, device: torch.device) -> None:
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
+
+
+def pinned_bytes_needed(family: InfiniteTalkFamily, residency: dict[str, str]) -> int:
+    """Host memory a configuration packs weights into: each packed group (a module, or a block when streamed)
+    rounded up to a power of two, as torch's pinned host allocator rounds every allocation."""
+    total = 0
+    for name, module in family.modules.items():
+        policy = residency.get(name, residency.get("default", "resident")).partition(":")[0]
+        if policy == "offloaded":
+            total += _power_of_two(_nbytes(module_tensors(module.network)))
+        elif policy == "streamed":
+            blocks = module.network.blocks
+            total += sum(_power_of_two(_nbytes(module_tensors(block))) for block in blocks)
+            total += _power_of_two(_nbytes(module_tensors(module.network, skip=blocks)))
+    return total
+
+
+def _nbytes(tensors: list[torch.Tensor]) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _power_of_two(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def host_memory_problem(family: InfiniteTalkFamily, residency: str) -> str | None:
+    """Why ``residency`` would not fit in host memory (a host OOM kills the whole run, not just the scenario), or None."""
+    need = pinned_bytes_needed(family, RESIDENCIES[residency])
+    available = psutil.virtual_memory().available - HOST_RESERVE
+    if need <= available:
+        return None
+    return f"host memory: its pinned weights take {need / GIB:.1f} GiB, {max(available, 0) / GIB:.1f} GiB available (after {HOST_RESERVE / GIB:g} GiB reserve)"
 
 
 def release_host_cache(device: torch.device) -> None:
@@ -376,14 +441,16 @@ def run_all(plan: Plan, family: InfiniteTalkFamily, device: torch.device, budget
         progress(f"warm-up: {warmup.name}")
         run_scenario(family, warmup, device, speech)
     results: dict[str, Any] = {}
-    previous = None
+    previous, problem = None, None
     for scenario in plan.scenarios():
-        if scenario.residency != previous:
+        if scenario.residency != previous:  # the next size of a configuration reuses its cached pinned blocks
             release_host_cache(device)
-            previous = scenario.residency
+            previous, problem = scenario.residency, host_memory_problem(family, scenario.residency)
         if progress.elapsed > budget_s:
-            results[scenario.name] = {**describe(scenario), "status": "skipped", "reason": f"time budget of {budget_s:g} s spent"}
-            progress(f"skipped (budget): {scenario.name}")
+            problem = f"time budget of {budget_s:g} s spent"
+        if problem is not None:
+            results[scenario.name] = {**describe(scenario), "status": "skipped", "reason": problem}
+            progress(f"skipped: {scenario.name}: {problem}")
             continue
         progress(f"running: {scenario.name}")
         results[scenario.name] = record = run_scenario(family, scenario, device, speech)
@@ -396,7 +463,7 @@ def headline(record: dict[str, Any]) -> str:
     if record["status"] != "ok":
         return f"skipped: {record['reason']}"
     peak = f", peak {record['peak_device_gib']} GiB" if record["peak_device_gib"] is not None else ""
-    return f"ttff {record['ttff_s']:.2f} s, {record['fps_out']:.2f} fps, x{record['realtime_factor']:.3f} real time, {record['seconds_per_chunk']:.2f} s/chunk{peak}"
+    return f"ttff {record['ttff_s']:.2f} s, {record['fps_out']:.2f} fps, x{record['realtime_factor']:.3f} real time, {record['steady_chunk_s']:.2f} s/chunk{peak}"
 
 
 def write_json(path: Path, result: dict[str, Any]) -> None:
@@ -411,7 +478,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, required=True, help=f"folder for {RESULT_FILE}")
     parser.add_argument("--device", default="cuda", help="cuda (the benchmark) or cpu (with --tiny: a dry run)")
     parser.add_argument("--tiny", action="store_true", help="tiny networks and frames: checks the run, measures nothing useful")
-    parser.add_argument("--budget-s", type=float, default=420.0, help="start no scenario after this many seconds; the rest are reported as skipped")
+    parser.add_argument("--budget-s", type=float, default=390.0, help="start no scenario after this many seconds; the rest are reported as skipped")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch (1 keeps a dry run steady on a busy machine)")
     args = parser.parse_args(argv)
     if args.threads is not None:
@@ -421,11 +488,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     plan = TINY_PLAN if args.tiny else REAL_PLAN
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / RESULT_FILE
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
 
-    progress(f"building {'tiny' if args.tiny else 'real 14B'} networks on {device} ({str(dtype).removeprefix('torch.')})")
+    progress(f"building {'tiny' if args.tiny else 'real 14B'} networks on {device} in bf16")
     start = time.perf_counter()
-    networks = build_networks(tiny_sizes() if args.tiny else real_sizes(), device, dtype)
+    networks = build_networks(tiny_sizes() if args.tiny else real_sizes(), device, DTYPE)
     synchronize(device)
     build_s = time.perf_counter() - start
     family = family_of(networks, f"random {'tiny' if args.tiny else 'real-size'} weights")
@@ -436,13 +502,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "benchmark": "infinitetalk-gpu",
         "environment": environment(device),
         "tiny": args.tiny,
-        "dtype": str(dtype).removeprefix("torch."),
+        "dtype": str(DTYPE).removeprefix("torch."),
         "parameters": counts,
         "weight_bytes": sum(m.size_bytes for m in family.modules.values()),
         "build_s": round(build_s, 3),
         "budget_s": args.budget_s,
         "plan": dataclasses.asdict(plan),
         "not_run": NOT_RUN,
+        "workarounds": WORKAROUNDS,
         "scenarios": {},
     }
 
