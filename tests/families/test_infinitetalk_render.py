@@ -18,7 +18,7 @@ from avatarstream.families.infinitetalk.layout import WeightsLayout
 from avatarstream.families.options import GenerationOptions
 from avatarstream.pipeline.pipeline import Pipeline
 
-FAST = ["--model-preset", "flashtalk", "--size", "64x48", "--no-progress"]
+FAST = ["--model-preset", "flashtalk", "--size", "64x48", "--threads", "1", "--no-progress"]  # tiny convolutions: one thread is fastest
 
 
 def _render(weights: Path, audio: Path, out_dir: Path, *extra: str) -> tuple[Path, dict]:
@@ -51,6 +51,14 @@ def test_diffusers_layout_renders_the_same_frames(tiny_original: WeightsLayout, 
         out, _ = _render(layout.base.parent, audio, tmp_path / layout.layout, "--motion", "latent")
         frames.append(np.stack(decode(out).frames))
     np.testing.assert_array_equal(frames[0], frames[1])
+
+
+def test_bf16_weights_render(tiny_original: WeightsLayout, tmp_path: Path) -> None:
+    """bf16 (the CUDA default) with the float32-kept tables: every stage must feed each network its own dtype."""
+    audio = tmp_path / "speech.wav"
+    write_sine(audio, "pcm_s16le", 16000, 1, 1.5)
+    out, report = _render(tiny_original.base.parent, audio, tmp_path, "--dtype", "bf16")
+    assert report["frames"] == len(decode(out).frames) == 38
 
 
 def test_stage_graph_is_checked_at_construction(tiny_original: WeightsLayout) -> None:

@@ -9,22 +9,14 @@ import av
 import httpx
 import pytest
 import websockets
-from avatarstream.families.options import GenerationOptions
-from serve_harness import Events, running_server, s16, send_paced, speech, wav_bytes, ws_url
+from serve_harness import FAMILIES, Events, family_overrides, running_server, s16, send_paced, speech, wav_bytes, ws_url
 
 FPS = 25
-#: Each family as the server runs it here, and the frames one of its chunks adds.
-FAMILIES = {
-    "demo-tiny": ({}, 6),
-    "infinitetalk": ({"generation": GenerationOptions(preset="flashtalk", size=(32, 32), audio_window_s=2.0)}, 33 - 5),
-}
 
 
 @pytest.mark.parametrize("model", list(FAMILIES))
 def test_full_live_session(tmp_path, model: str, request: pytest.FixtureRequest) -> None:
-    overrides, chunk_frames = FAMILIES[model]
-    if model == "infinitetalk":
-        overrides = {**overrides, "model": model, "weights": request.getfixturevalue("tiny_original").base.parent}
+    overrides, chunk_frames = family_overrides(model, request)
     with running_server(tmp_path, **overrides) as base:
         asyncio.run(_full_session(base, tmp_path, chunk_frames))
 

@@ -12,9 +12,10 @@ Scenarios: the ``flashtalk`` preset at 768x448 and 832x480 under four
 residency configurations, and one chunk of the ``infinitetalk`` preset (40
 guided steps) at 832x480, of which only a few steps are run and the rest
 extrapolated (all 40 would take minutes on one GPU). A configuration that runs
-out of device memory is reported as skipped; so is everything left once the
-time budget is spent. The JSON is rewritten after every scenario, so a run cut
-short keeps what it measured.
+out of device memory, or whose pinned weights would not fit in host memory, is
+reported as skipped; so is everything left once the time budget is spent. The
+JSON is rewritten after every scenario, so a run cut short keeps what it
+measured.
 
     python -m avatarstream.benchmarks.infinitetalk_gpu --out bench/results/DIR            # a CUDA GPU, ~6 min
     python -m avatarstream.benchmarks.infinitetalk_gpu --out /tmp/x --tiny --device cpu   # tiny networks, seconds
@@ -43,6 +44,7 @@ from transformers import CLIPVisionConfig, CLIPVisionModel, UMT5Config, UMT5Enco
 
 from avatarstream.benchmarks.audio import bundled_speech, looped
 from avatarstream.benchmarks.measure import measure
+from avatarstream.errors import InputError
 from avatarstream.families.infinitetalk.family import InfiniteTalkFamily
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.families.infinitetalk.presets import PRESETS
@@ -55,7 +57,6 @@ from avatarstream.models.infinitetalk.dit import FP32_PARAMETERS, InfiniteTalkDi
 from avatarstream.models.infinitetalk.image_encoder import ImageEncoder, clip_vision_config
 from avatarstream.models.infinitetalk.text_encoder import TextEncoder, umt5_config
 from avatarstream.models.infinitetalk.vae import build_vae
-from avatarstream.pipeline.module import Module
 from avatarstream.runtime.devices import resolve_device, synchronize
 from avatarstream.runtime.packing import module_tensors
 from avatarstream.weights.meta_load import empty_weights
@@ -76,14 +77,6 @@ NOT_RUN = {"sharded": "needs torchrun and several GPUs; this benchmark measures 
 WEIGHT_STD = 0.02
 #: Host memory left alone when judging whether a configuration's pinned weights fit.
 HOST_RESERVE = 8 * GIB
-#: Where this benchmark's DiT dtypes depart from the loader's, so that bf16 runs at all (see ``keep_fp32``).
-WORKAROUNDS = {
-    "audio_proj.norm": "kept float32: AudioProjection feeds it float32 tokens, which a bf16 LayerNorm refuses (the loader makes it bf16)",
-    "scale_shift_table": "the DiT's own table made bf16: as its first >1-D parameter in float32 (as loaded) it makes the stages "
-    "take float32 for the DiT's dtype, and re-encoding motion frames then feeds float32 latents to the bf16 VAE",
-}
-
-
 # -- sizes and scenarios --------------------------------------------------------------------------
 
 
@@ -177,18 +170,16 @@ def build_networks(sizes: NetworkSizes, device: torch.device, dtype: torch.dtype
     text.encoder.embed_tokens.weight = text.shared.weight  # one tied embedding, as the loader leaves it
     if device.type != "meta":
         generator = torch.Generator(device).manual_seed(seed)
-        materialize(dit, device, dtype, generator, keep_fp32)
+        materialize(dit, device, dtype, generator, dit_keeps_fp32)
         for network in (vae, audio, text, image):
             materialize(network, device, dtype, generator)
     resample_to_video_rate(audio)
     return InfiniteTalkNetworks(dit, vae, audio, TextEncoder(text, umt5_tokenizer()), ImageEncoder(image))
 
 
-def keep_fp32(key: str) -> bool:
-    """The DiT parameters kept in float32 under bf16: the loader's (``FP32_PARAMETERS``) with ``WORKAROUNDS`` applied."""
-    if key == "scale_shift_table":
-        return False
-    return key.startswith("audio_proj.norm") or any(p in key for p in FP32_PARAMETERS)
+def dit_keeps_fp32(key: str) -> bool:
+    """The DiT parameters kept in float32 under bf16, as the loader keeps them."""
+    return any(p in key for p in FP32_PARAMETERS)
 
 
 def materialize(network: nn.Module, device: torch.device, dtype: torch.dtype, generator: torch.Generator, keep_fp32: Callable[[str], bool] = lambda key: False) -> None:
@@ -236,19 +227,6 @@ def fill_random(network: nn.Module, generator: torch.Generator) -> None:
                 param.normal_(0.0, WEIGHT_STD, generator=generator)
 
 
-def family_of(networks: InfiniteTalkNetworks, weights: str) -> InfiniteTalkFamily:
-    """The family around the networks, modules named as ``InfiniteTalkFamily.load`` names them."""
-    assert networks.text_encoder is not None and networks.image_encoder is not None
-    modules = {
-        "dit": Module("dit", networks.dit),
-        "vae": Module("vae", networks.vae),
-        "audio_encoder": Module("audio_encoder", networks.audio_encoder),
-        "text_encoder": Module("text_encoder", networks.text_encoder.network),
-        "image_encoder": Module("image_encoder", networks.image_encoder.network),
-    }
-    return InfiniteTalkFamily(networks, modules, weights)
-
-
 # -- measuring ------------------------------------------------------------------------------------
 
 
@@ -286,7 +264,7 @@ def run_scenario(family: InfiniteTalkFamily, scenario: Scenario, device: torch.d
         reset_device_peak(device)
         report = measure(pipeline, family.reference(None, None), looped(speech, SAMPLE_RATE, scenario.seconds))
         init = {stage.name for stage in pipeline.stages if stage.phase == "init"}
-        return summarize(scenario, report, init, build_s=build_s, prepare_s=prepare_s, h2d_bytes=pipeline.runtime.h2d_bytes)
+        return summarize(scenario, report, init, pipeline.runtime.summary(), build_s=build_s, prepare_s=prepare_s)
     except RuntimeError as exc:  # torch.OutOfMemoryError is one
         if not is_out_of_memory(exc):
             raise
@@ -302,8 +280,8 @@ def describe(scenario: Scenario) -> dict[str, Any]:
     return {"preset": scenario.preset, "size": list(scenario.size), "residency": RESIDENCIES[scenario.residency], "audio_s": scenario.seconds}
 
 
-def summarize(scenario: Scenario, report: dict[str, Any], init_stages: set[str], *, build_s: float, prepare_s: float, h2d_bytes: int) -> dict[str, Any]:
-    """The figures of one render; per chunk too, since that is what compares across audio lengths."""
+def summarize(scenario: Scenario, report: dict[str, Any], init_stages: set[str], runtime: dict[str, Any], *, build_s: float, prepare_s: float) -> dict[str, Any]:
+    """The figures of one render (``report``) and of its runtime; per chunk too, since that compares across audio lengths."""
     chunks = max(report["num_chunks"], 1)
     switches = report["stage_switches"]
     peak = report["peak_device_bytes"]
@@ -325,8 +303,9 @@ def summarize(scenario: Scenario, report: dict[str, Any], init_stages: set[str],
         "max_exposed_switch_ms": round(max((s["max_ms"] for s in switches.values()), default=0.0), 3),
         "peak_device_bytes": peak,
         "peak_device_gib": round(peak / GIB, 2) if peak is not None else None,
+        "peak_weight_bytes": runtime["peak_weight_bytes"],  # of the peak, what the policies held in weights
         "peak_rss_bytes": report["peak_rss_bytes"],
-        "h2d_bytes": h2d_bytes,
+        "h2d_bytes": runtime["h2d_bytes"],  # prepare() included
     }
     result["steady_realtime_factor"] = result["video_s_per_chunk"] / result["steady_chunk_s"]
     if scenario.steps is not None:
@@ -451,10 +430,10 @@ def run_all(plan: Plan, family: InfiniteTalkFamily, device: torch.device, budget
         if problem is not None:
             results[scenario.name] = {**describe(scenario), "status": "skipped", "reason": problem}
             progress(f"skipped: {scenario.name}: {problem}")
-            continue
-        progress(f"running: {scenario.name}")
-        results[scenario.name] = record = run_scenario(family, scenario, device, speech)
-        progress(f"  -> {headline(record)}")
+        else:
+            progress(f"running: {scenario.name}")
+            results[scenario.name] = record = run_scenario(family, scenario, device, speech)
+            progress(f"  -> {headline(record)}")
         save(results)
     return results
 
@@ -479,13 +458,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--device", default="cuda", help="cuda (the benchmark) or cpu (with --tiny: a dry run)")
     parser.add_argument("--tiny", action="store_true", help="tiny networks and frames: checks the run, measures nothing useful")
     parser.add_argument("--budget-s", type=float, default=390.0, help="start no scenario after this many seconds; the rest are reported as skipped")
+    parser.add_argument("--infinitetalk-steps", type=int, default=None, help="steps of the guided preset's 40 to run (default 3; each is ~10 s at 480p on an H200)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch (1 keeps a dry run steady on a busy machine)")
     args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     progress = Progress()
-    device = resolve_device(args.device)
+    try:
+        device = resolve_device(args.device)
+    except InputError as exc:
+        parser.error(f"{exc} (a dry run: --tiny --device cpu)")
     plan = TINY_PLAN if args.tiny else REAL_PLAN
+    if args.infinitetalk_steps is not None:
+        plan = dataclasses.replace(plan, infinitetalk_steps=args.infinitetalk_steps)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / RESULT_FILE
 
@@ -494,7 +479,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     networks = build_networks(tiny_sizes() if args.tiny else real_sizes(), device, DTYPE)
     synchronize(device)
     build_s = time.perf_counter() - start
-    family = family_of(networks, f"random {'tiny' if args.tiny else 'real-size'} weights")
+    family = InfiniteTalkFamily.from_networks(networks, f"random {'tiny' if args.tiny else 'real-size'} weights")
     counts = parameter_counts(networks)
     progress(f"built in {build_s:.1f} s: " + ", ".join(f"{k} {v / 1e9:.3f} B" for k, v in counts.items()))
 
@@ -509,7 +494,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "budget_s": args.budget_s,
         "plan": dataclasses.asdict(plan),
         "not_run": NOT_RUN,
-        "workarounds": WORKAROUNDS,
         "scenarios": {},
     }
 

@@ -59,6 +59,11 @@ class InfiniteTalkFamily:
     def load(cls, root: Path | None, *, dtype: torch.dtype, base: Path | None = None, adapter: Path | None = None, audio_encoder: Path | None = None) -> InfiniteTalkFamily:
         layout = resolve(root, base=base, adapter=adapter, audio_encoder=audio_encoder)
         networks = InfiniteTalkNetworks.load(layout, dtype)
+        return cls.from_networks(networks, f"{layout.base} ({layout.layout} layout), {layout.adapter}, {layout.audio_encoder}")
+
+    @classmethod
+    def from_networks(cls, networks: InfiniteTalkNetworks, weights: str) -> InfiniteTalkFamily:
+        """The family around loaded (or benchmark-built) networks, each a runtime Module."""
         assert networks.text_encoder is not None and networks.image_encoder is not None
         modules = {
             "dit": Module("dit", networks.dit),
@@ -67,7 +72,7 @@ class InfiniteTalkFamily:
             "text_encoder": Module("text_encoder", networks.text_encoder.network),
             "image_encoder": Module("image_encoder", networks.image_encoder.network),
         }
-        return cls(networks, modules, f"{layout.base} ({layout.layout} layout), {layout.adapter}, {layout.audio_encoder}")
+        return cls(networks, modules, weights)
 
     @property
     def settings(self) -> dict[str, object]:

@@ -20,8 +20,9 @@ from avatarstream.models.infinitetalk.audio_attention import AudioCrossAttention
 from avatarstream.models.infinitetalk.audio_projection import AudioProjection
 from avatarstream.models.infinitetalk.config import AdapterConfig, DiTConfig
 
-#: Parameters kept in float32 under bf16 (diffusers' ``_keep_in_fp32_modules`` for Wan): modulation and time embedding.
-FP32_PARAMETERS = ("scale_shift_table", "condition_embedder.time_embedder", "norm_x")
+#: Parameters kept in float32 under bf16: diffusers' ``_keep_in_fp32_modules`` for Wan (modulation, time
+#: embedding) and the adapter's norms, which the reference runs in float32.
+FP32_PARAMETERS = ("scale_shift_table", "condition_embedder.time_embedder", "norm_x", "audio_proj.norm")
 
 
 def is_adapter_key(key: str) -> bool:
