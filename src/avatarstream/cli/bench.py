@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.benchmarks.context import BenchContext
 from avatarstream.cli.model_args import add_model_arguments
 from avatarstream.benchmarks.scenarios import SCENARIOS
@@ -27,7 +28,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             + "; ".join(f"{name}: {fn.__doc__.splitlines()[0]}" for name, fn in SCENARIOS.items())
         ),
         epilog="example: avatarstream bench --scenario speed --scenario overhead --out bench/results/today",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="scenario to run (repeatable; default: speed)")
     p.add_argument("--device", default="auto", help=f"{', '.join(DEVICE_CHOICES)} or cuda:N")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.errors import InputError
 from avatarstream.families import load_family
 from avatarstream.runtime.devices import DEVICE_CHOICES, resolve_device
@@ -23,7 +24,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "seam ratio with and without I-chunks. Writes eval.json and PNG plots."
         ),
         epilog="example: avatarstream eval --out bench/results/eval --minutes 10",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("--out", type=Path, default=Path("out/eval"), help="folder for eval.json and the plots")
     p.add_argument("--weights", type=Path, help="weights folder (default: the family's own)")

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.errors import InputError
 from avatarstream.cli.model_args import add_model_arguments, generation_options, load_model
 from avatarstream.pipeline.report import ReportRecorder
@@ -35,7 +36,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "and speech sample are used."
         ),
         epilog="example: avatarstream render --audio speech.wav --reference face.png --out talk.mp4 --report report.json",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("--audio", type=Path, help="driving audio: WAV, MP3, FLAC or OGG, any rate, mono or stereo (default: bundled speech)")
     p.add_argument("--reference", type=Path, help="reference image, PNG or JPEG of any size; centre-cropped (default: bundled avatar)")

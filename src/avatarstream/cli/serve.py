@@ -7,6 +7,7 @@ import logging
 import os
 from pathlib import Path
 
+from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, generation_options, model_folders
 from avatarstream.runtime.devices import DEVICE_CHOICES
 
@@ -23,7 +24,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "a file to MP4. Open http://HOST:PORT/ for the demo page and /docs for the API."
         ),
         epilog="example: avatarstream serve --port 8000   (then open http://127.0.0.1:8000/)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind; any non-loopback address needs --token")
     p.add_argument("--port", type=int, default=8000, help="port to bind")
