@@ -1,4 +1,4 @@
-"""The DiT as the sampler sees it: one batched forward for all guidance conditions of a step."""
+"""The DiT as the sampler sees it: one batched forward for all guidance conditions of a step, or one each when memory is short."""
 
 from __future__ import annotations
 
@@ -26,17 +26,31 @@ def _pad_text(context: torch.Tensor, length: int) -> torch.Tensor:
 
 
 class DiTPredictor:
-    """Calls the DiT once per step with the conditions stacked on the batch (the cheapest way when memory allows).
+    """Calls the DiT once per step with the conditions stacked on the batch, where memory allows.
 
-    The latent is integrated in float32; the DiT runs in the dtype of ``y`` (bf16 on GPUs).
+    A step whose stacked forward runs out of device memory is redone one
+    condition at a time, and so is every later step of the predictor (the
+    same shapes would run out again). The latent is integrated in float32;
+    the DiT runs in the dtype of ``y`` (bf16 on GPUs).
     """
 
     def __init__(self, dit: InfiniteTalkDiT, cond: ChunkConditions) -> None:
         self.dit = dit
         self.cond = cond
         self.text_len = dit.config.text_len
+        self.batched = True
 
     def __call__(self, latent: torch.Tensor, timestep: torch.Tensor, conditions: tuple[tuple[bool, bool], ...]) -> list[torch.Tensor]:
+        if self.batched and len(conditions) > 1:
+            try:
+                return self._forward(latent, timestep, conditions)
+            except torch.OutOfMemoryError:
+                self.batched = False
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+        return [v for condition in conditions for v in self._forward(latent, timestep, (condition,))]
+
+    def _forward(self, latent: torch.Tensor, timestep: torch.Tensor, conditions: tuple[tuple[bool, bool], ...]) -> list[torch.Tensor]:
         c, n = self.cond, len(conditions)
         dtype = self.cond.y.dtype
         latent = latent.to(dtype)
