@@ -20,19 +20,20 @@ from avatarstream.serve import ServeSettings, create_app
 
 RATE = 16000
 TOKEN = "test-token-0123456789"
-#: Each family as the server tests run it (on the tiny infinitetalk checkpoint), and the frames one of its chunks adds.
+#: Each family as the server tests run it (on the tiny infinitetalk checkpoint), the frames one of its chunks adds,
+#: and its frame size (width, height).
 FAMILIES = {
-    "demo-tiny": ({}, 6),
-    "infinitetalk": ({"model": "infinitetalk", "generation": GenerationOptions(preset="flashtalk", size=(32, 32), audio_window_s=2.0)}, 33 - 5),
+    "demo-tiny": ({}, 6, (64, 64)),
+    "infinitetalk": ({"model": "infinitetalk", "generation": GenerationOptions(preset="flashtalk", size=(48, 32), audio_window_s=2.0)}, 33 - 5, (48, 32)),
 }
 
 
-def family_overrides(model: str, request: object) -> tuple[dict[str, object], int]:
-    """Server settings for ``model`` and its chunk length; infinitetalk's weights come from the session's tiny checkpoint."""
-    overrides, chunk_frames = FAMILIES[model]
+def family_overrides(model: str, request: object) -> tuple[dict[str, object], int, tuple[int, int]]:
+    """Server settings for ``model``, its chunk length and frame size; infinitetalk's weights come from the tiny checkpoint."""
+    overrides, chunk_frames, size = FAMILIES[model]
     if model == "infinitetalk":
         overrides = {**overrides, "weights": request.getfixturevalue("tiny_original").base.parent}  # type: ignore[attr-defined]
-    return overrides, chunk_frames
+    return overrides, chunk_frames, size
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from serve_harness import FAMILIES, family_overrides, running_server, speech, wa
 
 @pytest.mark.parametrize("model", list(FAMILIES))
 def test_batch_job_renders_a_downloadable_mp4(tmp_path, model: str, request: pytest.FixtureRequest) -> None:
-    overrides, _ = family_overrides(model, request)
+    overrides, _, _ = family_overrides(model, request)
     with running_server(tmp_path, **overrides) as base, httpx.Client(base_url=base, timeout=30) as client:
         created = client.post("/jobs", files={"audio": ("talk.wav", wav_bytes(speech(2.0)), "audio/wav")}, data={"prompt": "a calm voice"})
         assert created.status_code == 202, created.text

@@ -16,7 +16,7 @@ FPS = 25
 
 @pytest.mark.parametrize("model", list(FAMILIES))
 def test_full_live_session(tmp_path, model: str, request: pytest.FixtureRequest) -> None:
-    overrides, chunk_frames = family_overrides(model, request)
+    overrides, chunk_frames, _ = family_overrides(model, request)
     with running_server(tmp_path, **overrides) as base:
         asyncio.run(_full_session(base, tmp_path, chunk_frames))
 

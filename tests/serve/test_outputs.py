@@ -9,19 +9,22 @@ from pathlib import Path
 
 import av
 import httpx
-from serve_harness import Events, running_server, s16, speech, ws_url
+import pytest
+from serve_harness import FAMILIES, Events, family_overrides, running_server, s16, speech, ws_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "publish"))  # the publish tests' helpers
 from publish_needs import require_nginx_rtmp  # noqa: E402
 from rtmp_server import RtmpServer  # noqa: E402
 
 
-def test_webrtc_viewer_receives_video(tmp_path) -> None:
-    with running_server(tmp_path) as base:
-        asyncio.run(_webrtc(base))
+@pytest.mark.parametrize("model", list(FAMILIES))
+def test_webrtc_viewer_receives_video(tmp_path, model: str, request: pytest.FixtureRequest) -> None:
+    overrides, _, size = family_overrides(model, request)
+    with running_server(tmp_path, **overrides) as base:
+        asyncio.run(_webrtc(base, size))
 
 
-async def _webrtc(base: str) -> None:
+async def _webrtc(base: str, size: tuple[int, int]) -> None:
     from aiortc import RTCPeerConnection, RTCRtpReceiver, RTCSessionDescription
 
     async with httpx.AsyncClient(base_url=base, timeout=30) as client:
@@ -37,7 +40,7 @@ async def _webrtc(base: str) -> None:
         await pc.setRemoteDescription(RTCSessionDescription(**answer.json()))
         track = await asyncio.wait_for(received, 10)
         frame = await asyncio.wait_for(track.recv(), 20)
-        assert (frame.width, frame.height) == (64, 64)
+        assert (frame.width, frame.height) == size
         await pc.close()
         no_webrtc = (await client.post("/sessions", data={"identity": "demo"})).json()["id"]
         refused = await client.post(f"/sessions/{no_webrtc}/webrtc", json={"sdp": "x", "type": "offer"})
