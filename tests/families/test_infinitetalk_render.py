@@ -79,6 +79,8 @@ def test_stage_graph_is_checked_at_construction(tiny_original: WeightsLayout) ->
         ({"preset": "fast"}, "unknown --model-preset 'fast'.*infinitetalk, flashtalk"),
         ({"motion": "copy"}, "reencode or latent"),
         ({"steps": 0}, "steps must be at least 1"),
+        ({"chunk_frames": 9, "motion_frames": 5}, "at least as many new frames as motion frames: with 5 motion frames, --chunk-frames can be 17, 21"),
+        ({"audio_window_s": float("nan")}, "--audio-window must be at least 1 second"),
     ],
 )
 def test_bad_settings_are_one_clear_error(tiny_original: WeightsLayout, options: dict, message: str) -> None:
@@ -94,3 +96,9 @@ def test_options_of_one_family_are_refused_by_the_other(tiny_original: WeightsLa
     assert "--avatar SEED is the demo family's" in capsys.readouterr().err
     assert main(["render", "--model", "infinitetalk", "--out", str(tmp_path / "c.mp4")]) == 2
     assert "needs --weights ROOT" in capsys.readouterr().err
+
+
+def test_overlap_is_off_when_the_vae_serves_both_phases(tiny_original: WeightsLayout) -> None:
+    family = load_family("infinitetalk", tiny_original.base.parent)
+    pipeline = family.build(torch.device("cpu"), GenerationOptions(preset="flashtalk", size=(32, 32)), overlap=True)
+    assert pipeline.overlap is False  # motion re-encoding (chunk phase) and decoding (final phase) both use the VAE

@@ -96,7 +96,9 @@ class Pipeline:
         validate_graph(self.stages)
         runtime.bind(m for stage in self.stages for m in stage.modules())  # config errors and weight packing now, not mid-request
         # finish chunk k on a worker while chunk k+1 generates, unless a policy needs one sequence of stages (sharded)
-        self.overlap = overlap and not runtime.sequential_only
+        # or a module serves both phases: the runtime would release it on one thread while the other still runs it
+        shared = {m.name for s in self._by_phase["chunk"] for m in s.modules()} & {m.name for s in self._by_phase["final"] for m in s.modules()}
+        self.overlap = overlap and not runtime.sequential_only and not shared
         # with overlap: read the next chunk's audio early and prepare it while this one generates.
         # Only for sources that never block (files): a live source would hold this chunk back.
         self.read_ahead = read_ahead
@@ -107,10 +109,10 @@ class Pipeline:
 
     @property
     def chunk_seconds(self) -> float:
-        """Seconds of video one N-chunk after the first adds to the timeline."""
+        """Seconds of video one N-chunk after the first adds, plus the audio look-ahead it waits for."""
         second = self.plan.n_chunk(1)
         first, end = self.frames.video_range(second.window_start + self.plan.motion_frames, second.window_end)
-        return (end - first) / self.fps
+        return (end - first + self.audio_frames_after) / self.fps
 
     @property
     def device(self) -> torch.device:

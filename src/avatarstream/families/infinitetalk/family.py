@@ -9,6 +9,7 @@ output size and the Wan VAE decodes it causally with a per-session cache.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,7 +88,7 @@ class InfiniteTalkFamily:
         check_size(settings.size)
         if settings.motion not in ("reencode", "latent"):
             raise InputError(f"--motion must be reencode or latent, got {settings.motion!r}")
-        if settings.audio_window_s < 1.0:
+        if not math.isfinite(settings.audio_window_s) or settings.audio_window_s < 1.0:
             raise InputError(f"--audio-window must be at least 1 second of audio, got {settings.audio_window_s}")
         if not AUDIO_WINDOW // 2 <= settings.audio_lookahead <= 10 * self.fps:
             raise InputError(f"--audio-lookahead must be {AUDIO_WINDOW // 2} to {10 * self.fps} frames (the per-frame windows reach {AUDIO_WINDOW // 2} ahead), got {settings.audio_lookahead}")

@@ -62,6 +62,12 @@ def check_geometry(chunk_frames: int, motion_frames: int, interp_frames: int) ->
             f"--chunk-frames can be {motion_frames + VAE_TEMPORAL_STRIDE}, {motion_frames + 2 * VAE_TEMPORAL_STRIDE}, ..."
         )
     own = window - motion
+    if own < motion:
+        least = motion_frames + (2 * motion - 1) * VAE_TEMPORAL_STRIDE
+        raise InputError(
+            f"--chunk-frames ({chunk_frames}) must give at least as many new frames as motion frames: with {motion_frames} "
+            f"motion frames, --chunk-frames can be {least}, {least + VAE_TEMPORAL_STRIDE}, ..."
+        )
     if interp_frames < 0 or interp_frames % VAE_TEMPORAL_STRIDE or interp_frames // VAE_TEMPORAL_STRIDE >= own:
         raise InputError(
             f"--interp-frames must be a multiple of {VAE_TEMPORAL_STRIDE} below {own * VAE_TEMPORAL_STRIDE} "

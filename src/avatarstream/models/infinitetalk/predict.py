@@ -34,11 +34,11 @@ class DiTPredictor:
     the DiT runs in the dtype of ``y`` (bf16 on GPUs).
     """
 
-    def __init__(self, dit: InfiniteTalkDiT, cond: ChunkConditions) -> None:
+    def __init__(self, dit: InfiniteTalkDiT, cond: ChunkConditions, *, batched: bool = True) -> None:
         self.dit = dit
         self.cond = cond
         self.text_len = dit.config.text_len
-        self.batched = True
+        self.batched = batched  # False once a stacked forward ran out of memory; callers carry it to the next chunk
 
     def __call__(self, latent: torch.Tensor, timestep: torch.Tensor, conditions: tuple[tuple[bool, bool], ...]) -> list[torch.Tensor]:
         if self.batched and len(conditions) > 1:
