@@ -109,10 +109,10 @@ class Pipeline:
 
     @property
     def chunk_seconds(self) -> float:
-        """Seconds of video one N-chunk after the first adds, plus the audio look-ahead it waits for."""
+        """Seconds of video one N-chunk after the first adds to the timeline."""
         second = self.plan.n_chunk(1)
         first, end = self.frames.video_range(second.window_start + self.plan.motion_frames, second.window_end)
-        return (end - first + self.audio_frames_after) / self.fps
+        return (end - first) / self.fps
 
     @property
     def device(self) -> torch.device:

@@ -165,14 +165,14 @@ class SessionManager:
     async def _finish(self, session: Session) -> None:
         """Free everything the run held; keep only its status and finished video."""
         loop = asyncio.get_running_loop()
-        if session.state == "running":
-            session.state = "closed"
         try:
             reports = await loop.run_in_executor(self.engine.executor, session.close_outputs)
         except Exception as err:  # noqa: BLE001 - an output that fails to finalize is reported, not raised
             reports = []
             session.error = session.error or f"an output could not be finalized: {err}"
         del self.active[session.id]
+        if session.state == "running":  # only now: a session that reads closed holds nothing any more
+            session.state = "closed"
         self.engine.metrics.sessions.labels(session.mode).dec()
         session.broadcast({"type": "closed", "state": session.state})
         video = session.outputs.video if session.state in ("done", "closed") and session.outputs.video is not None else None
