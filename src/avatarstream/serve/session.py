@@ -71,6 +71,7 @@ class Session:
         self.prompt = prompt
         self.seed = seed
         self.state: Literal["running", "done", "closed", "failed"] = "running"
+        self.completed = False  # the run reached the end of its audio
         self.error: str | None = None
         self.created = time.monotonic()
         self.last_active = self.created
@@ -105,8 +106,8 @@ class Session:
                     self._published(chunk)
                     if self._stopping:
                         break
-            if not self._stopping:
-                self.state = "done"  # the audio ended (a batch job's file)
+            # the audio ended (a batch job's file): the manager reports "done" once the outputs are final
+            self.completed = not self._stopping
         except AvatarStreamError as err:
             self._fail(str(err))
         except Exception as err:  # noqa: BLE001 - one broken session must not take the server down

@@ -171,8 +171,8 @@ class SessionManager:
             reports = []
             session.error = session.error or f"an output could not be finalized: {err}"
         del self.active[session.id]
-        if session.state == "running":  # only now: a session that reads closed holds nothing any more
-            session.state = "closed"
+        if session.state == "running":  # only now: a session that reads done or closed holds nothing any more
+            session.state = "done" if session.completed else "closed"
         self.engine.metrics.sessions.labels(session.mode).dec()
         session.broadcast({"type": "closed", "state": session.state})
         video = session.outputs.video if session.state in ("done", "closed") and session.outputs.video is not None else None
