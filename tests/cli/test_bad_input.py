@@ -58,7 +58,8 @@ def test_reference_not_an_image(tmp_path: Path, good_audio: Path, capsys) -> Non
     ("option", "needle"),
     [
         (["--chunk-frames", "-4"], "--chunk-frames"),
-        (["--chunk-frames", "8", "--interp-frames", "8"], "shorter than the chunk length"),
+        (["--chunk-frames", "8", "--interp-frames", "8"], "must be 9 or more"),
+        (["--chunk-frames", "2"], "--chunk-frames 2 is too short: with --interp-frames 3 and the model's 2 motion frames it must be 4 or more"),
         (["--device", "tpu"], "unknown device 'tpu'"),
         (["--steps", "0"], "invalid sampler setting"),
         (["--seed", "-1"], "--seed must be 0 or more"),

@@ -99,11 +99,27 @@ def test_open_ended_schedule_continues() -> None:
 
 @pytest.mark.parametrize(
     ("L", "a", "m", "needle"),
-    [(0, 0, 0, "--chunk-frames"), (-4, 0, 0, "--chunk-frames"), (8, 8, 2, "shorter than the chunk length"), (8, 9, 2, "shorter"), (8, -1, 2, "--interp-frames 0"), (2, 0, 3, "motion frames")],
+    [
+        (0, 0, 0, "must be 1 or more"),
+        (-4, 0, 0, "must be 1 or more"),
+        (8, 8, 2, "must be 9 or more .* or keep 8 and pass --interp-frames 0 to 7"),
+        (8, 9, 2, "must be 10 or more"),
+        (8, -1, 2, "--interp-frames must be 0 or more"),
+        (2, 0, 3, "the model's 3 motion frames it must be 3 or more"),
+    ],
 )
 def test_bad_geometry_is_a_clear_error(L: int, a: int, m: int, needle: str) -> None:
     with pytest.raises(InputError, match=needle):
         ChunkPlan(L, a, m)
+
+
+def test_every_too_short_chunk_gets_the_same_whole_range() -> None:
+    """A user stepping --chunk-frames up from 0 meets one message naming the first valid value, not one constraint each."""
+    for length in (0, 1, 2, 3):
+        with pytest.raises(InputError) as err:
+            ChunkPlan(length, 3, 2)
+        assert f"--chunk-frames {length} is too short: with --interp-frames 3 and the model's 2 motion frames it must be 4 or more" in str(err.value)
+    ChunkPlan(4, 3, 2)  # the value it names is valid
 
 
 IN_TIMELINE = [(total, L, a, m, c) for total, L, a, m in GEOMETRIES if m >= 1 for c in sorted({1, m})]

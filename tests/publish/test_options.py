@@ -9,12 +9,16 @@ import pytest
 from mp4_checks import decode, make_chunks
 
 from avatarstream.errors import InputError, PublishError
-from avatarstream.publish.options import add_output_arguments, open_publisher
+from avatarstream.publish.options import add_output_arguments, outputs_from_args
 from avatarstream.publish.preview import PreviewServer
 from avatarstream.publish.settings import EncoderSettings
 from avatarstream.publish.sinks import HlsSink, Mp4FileSink, RtmpSink
 
 SETTINGS = EncoderSettings(width=64, height=48, fps=25, preset="ultrafast")
+
+
+def open_publisher(args: argparse.Namespace, settings: EncoderSettings):
+    return outputs_from_args(args).open(settings)
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -26,7 +30,7 @@ def parse(*argv: str) -> argparse.Namespace:
 
 def test_defaults() -> None:
     args = parse()
-    assert (args.hls, args.rtmp, args.preview, args.fragmented, args.encoder) == (None, None, None, False, "pyav")
+    assert (args.hls, args.rtmp, args.preview, args.fragmented, args.encoder, args.keep_preview) == (None, None, None, False, "pyav", True)
     assert parse("--preview").preview == "127.0.0.1:8765"
     assert parse("--preview", "0.0.0.0:9000").preview == "0.0.0.0:9000"
 
@@ -78,3 +82,10 @@ def test_gstreamer_unavailable_is_input_error(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.setattr(gstreamer, "REQUIRED_ELEMENTS", ("no_such_element_x",))
     with pytest.raises(InputError, match="--encoder gstreamer: GStreamer elements missing"):
         open_publisher(parse("--encoder", "gstreamer", "--out", str(tmp_path / "x.mp4")), SETTINGS)
+
+
+def test_unknown_encoder_from_python() -> None:
+    from avatarstream.publish.outputs import Outputs
+
+    with pytest.raises(InputError, match="unknown encoder 'x264'; choose one of: pyav, gstreamer"):
+        Outputs(file="x.mp4", encoder="x264").open(SETTINGS)

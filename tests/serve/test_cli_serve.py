@@ -44,7 +44,7 @@ def test_a_reachable_address_needs_a_token(monkeypatch) -> None:
 def test_serve_starts_and_answers(tmp_path) -> None:
     port = _free_port()
     env = {**os.environ, serve.TOKEN_ENV: "cli-test-token-123"}
-    command = [sys.executable, "-c", START, "serve", "--port", str(port), "--model", "demo-tiny", "--torch-threads", "1", "--work-dir", str(tmp_path)]
+    command = [sys.executable, "-c", START, "serve", "--port", str(port), "--model", "demo-tiny", "--threads", "1", "--work-dir", str(tmp_path)]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         base = f"http://127.0.0.1:{port}"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from argparse import Namespace
-from importlib import resources
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from avatarstream.families.demo import DemoFamily
 from avatarstream.families.options import GenerationOptions
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.models.demo import DemoConfig
+from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image
 
 
@@ -70,7 +70,7 @@ class BenchContext:
         return family, load_s
 
     def reference(self, size: int | tuple[int, int]) -> np.ndarray:
-        return load_reference_image(str(resources.files("avatarstream") / "assets" / "reference.png"), size)
+        return load_reference_image(DEFAULT_REFERENCE, size)
 
     def speech(self, rate: int) -> np.ndarray:
         if rate not in self._speech:

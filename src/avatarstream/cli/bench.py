@@ -14,9 +14,11 @@ from tqdm import tqdm
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.benchmarks.context import BenchContext
 from avatarstream.cli.model_args import add_model_arguments
+from avatarstream.cli.runtime_args import add_runtime_arguments
 from avatarstream.benchmarks.scenarios import SCENARIOS
 from avatarstream.errors import InputError
-from avatarstream.runtime.devices import DEVICE_CHOICES, resolve_device
+from avatarstream.runtime.cpu_threads import set_threads
+from avatarstream.runtime.devices import resolve_device
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -31,7 +33,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="scenario to run (repeatable; default: speed)")
-    p.add_argument("--device", default="auto", help=f"{', '.join(DEVICE_CHOICES)} or cuda:N")
+    add_runtime_arguments(p)
     p.add_argument("--seconds", type=float, default=30.0, help="audio length of each measured run")
     p.add_argument("--minutes", type=float, default=30.0, help="session length of the memory scenario")
     p.add_argument("--repeats", type=int, default=3, help="runs per measurement (the median is reported)")
@@ -43,6 +45,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.seconds <= 0 or args.minutes <= 0 or args.repeats < 1:
         raise InputError("--seconds and --minutes must be positive and --repeats at least 1")
+    set_threads(args.threads)
     device = resolve_device(args.device)
     args.out.mkdir(parents=True, exist_ok=True)
     ctx = BenchContext(args.model, device, args.seconds, args.repeats, args.out, minutes=args.minutes, model_args=args)

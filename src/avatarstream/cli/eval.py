@@ -6,12 +6,12 @@ import argparse
 import json
 from pathlib import Path
 
-import torch
-
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.errors import InputError
 from avatarstream.families import load_family
-from avatarstream.runtime.devices import DEVICE_CHOICES, resolve_device
+from avatarstream.cli.runtime_args import add_runtime_arguments
+from avatarstream.runtime.cpu_threads import set_threads
+from avatarstream.runtime.devices import resolve_device
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -29,11 +29,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=Path("out/eval"), help="folder for eval.json and the plots")
     p.add_argument("--weights", type=Path, help="weights folder (default: the family's own)")
     p.add_argument("--model", default="demo", help="model family / size")
-    p.add_argument("--device", default="auto", help=f"where to run: {', '.join(DEVICE_CHOICES)} or cuda:N")
+    add_runtime_arguments(p)
     p.add_argument("--clips", type=int, default=4, help="held-out identities rendered as short clips")
     p.add_argument("--clip-seconds", type=float, default=20.0, help="length of each short clip")
     p.add_argument("--minutes", type=float, default=10.0, help="length of the long identity run (0 skips it)")
-    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice); 1 is much faster when other jobs share the cores")
     p.set_defaults(run=run)
 
 
@@ -46,10 +45,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--clips must be >= 1, --clip-seconds >= 2 and --minutes >= 0")
     if not espeak_available():
         raise InputError("espeak-ng is not installed; it makes the held-out speech (run scripts/system-deps.sh)")
-    if args.threads is not None:
-        if args.threads < 1:
-            raise InputError(f"--threads must be >= 1, got {args.threads}")
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     device = resolve_device(args.device)
     family = load_family(args.model, args.weights)
     results, series = evaluate(family, device, clips=args.clips, clip_seconds=args.clip_seconds, long_minutes=args.minutes)

@@ -59,8 +59,14 @@ def model_folders(args: argparse.Namespace) -> dict[str, Path]:
     return {k: v for k, v in named.items() if v is not None}
 
 
-def load_model(args: argparse.Namespace, device: torch.device, *, seed: int = 0) -> Family:
+def check_model_folders(args: argparse.Namespace) -> dict[str, Path]:
+    """The folders ``--model`` loads from, refused early when infinitetalk has none."""
     folders = model_folders(args)
     if args.model == "infinitetalk" and args.weights is None and len(folders) < 3:
         raise InputError("--model infinitetalk needs --weights ROOT (the folder holding the downloads) or --base, --adapter and --audio-encoder")
+    return folders
+
+
+def load_model(args: argparse.Namespace, device: torch.device, *, seed: int = 0) -> Family:
+    folders = check_model_folders(args)
     return load_family(args.model, args.weights, seed=seed, dtype=args.dtype, device=device, folders=folders)  # type: ignore[return-value]

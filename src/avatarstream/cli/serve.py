@@ -9,7 +9,7 @@ from pathlib import Path
 
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, generation_options, model_folders
-from avatarstream.runtime.devices import DEVICE_CHOICES
+from avatarstream.cli.runtime_args import add_runtime_arguments
 
 TOKEN_ENV = "AVATARSTREAM_TOKEN"
 
@@ -29,7 +29,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind; any non-loopback address needs --token")
     p.add_argument("--port", type=int, default=8000, help="port to bind")
     p.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token every API call must carry (default: ${TOKEN_ENV})")
-    p.add_argument("--device", default="auto", help=f"where to run: {', '.join(DEVICE_CHOICES)} or cuda:N")
+    add_runtime_arguments(p)
     p.add_argument("--max-sessions", type=int, default=4, help="sessions and batch jobs at once; one more gets 503 with Retry-After")
     p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds a live session may go without any client activity")
     p.add_argument("--max-upload-mb", type=float, default=50.0, help="largest request body or WebSocket message, in MiB")
@@ -37,7 +37,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--lookahead", type=float, help="seconds generation may run ahead of the wall clock (default: one chunk)")
     p.add_argument("--result-ttl", type=float, default=3600.0, help="seconds a finished video stays downloadable")
     p.add_argument("--preset", default="veryfast", help="x264 speed preset")
-    p.add_argument("--torch-threads", type=int, help="PyTorch intra-op threads for the process (default: PyTorch's choice)")
     p.add_argument("--work-dir", type=Path, help="folder for session files (default: a fresh temporary folder)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="JSON logs on stderr")
     add_model_arguments(p)
@@ -67,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         lookahead_s=args.lookahead,
         result_ttl_s=args.result_ttl,
         preset=args.preset,
-        torch_threads=args.torch_threads,
+        threads=args.threads,
         work_dir=args.work_dir,
     )
     configure_logging(args.log_level)

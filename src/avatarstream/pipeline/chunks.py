@@ -92,19 +92,15 @@ class ChunkPlan:
     first_cond: int | None = None
 
     def __post_init__(self) -> None:
-        if self.chunk_frames < 1:
-            raise InputError(f"chunk length must be at least 1 frame, got {self.chunk_frames}; pass a positive --chunk-frames")
-        if self.interp_frames < 0:
-            raise InputError(f"interpolation span must be 0 or more frames, got {self.interp_frames}; pass --interp-frames 0 to switch I-chunks off")
-        if self.interp_frames >= self.chunk_frames:
+        L, a, m = self.chunk_frames, self.interp_frames, self.motion_frames
+        if a < 0:
+            raise InputError(f"--interp-frames must be 0 or more, got {a}; 0 switches I-chunks off")
+        least = max(1, m, a + 1)
+        if L < least:
             raise InputError(
-                f"interpolation span ({self.interp_frames}) must be shorter than the chunk length ({self.chunk_frames}); "
-                "lower --interp-frames or raise --chunk-frames"
-            )
-        if not 0 <= self.motion_frames <= self.chunk_frames:
-            raise InputError(
-                f"the model conditions on {self.motion_frames} motion frames, more than the chunk length "
-                f"({self.chunk_frames}); raise --chunk-frames to at least {self.motion_frames}"
+                f"--chunk-frames {L} is too short: with --interp-frames {a} and the model's {m} motion frames it must be "
+                f"{least} or more (at least 1, at least the motion frames, more than the interpolation span)"
+                + (f"; or keep {L} and pass --interp-frames 0 to {L - 1}" if L >= max(1, m) else "")
             )
         if self.first_cond is not None and not 0 < self.first_cond <= max(self.motion_frames, 1):
             raise ValueError(f"first_cond must be between 1 and the motion frames ({self.motion_frames}), got {self.first_cond}")

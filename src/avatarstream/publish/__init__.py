@@ -8,7 +8,8 @@ from avatarstream.publish.background import BackgroundEncoder, ChunkWriter
 from avatarstream.publish.encoders import BACKENDS, Encoder, create_encoder
 from avatarstream.publish.media import MediaChunk
 from avatarstream.publish.mp4_writer import Mp4Writer
-from avatarstream.publish.options import add_output_arguments, open_publisher
+from avatarstream.publish.options import add_output_arguments, outputs_from_args
+from avatarstream.publish.outputs import Outputs
 from avatarstream.publish.packets import EncodedPacket, StreamInfo
 from avatarstream.publish.publisher import Publisher
 from avatarstream.publish.runner import Backoff
@@ -26,6 +27,7 @@ __all__ = [
     "EncoderSettings",
     "HlsSink",
     "MediaChunk",
+    "Outputs",
     "Mp4FileSink",
     "Mp4Writer",
     "Publisher",
@@ -35,5 +37,5 @@ __all__ = [
     "StreamInfo",
     "add_output_arguments",
     "create_encoder",
-    "open_publisher",
+    "outputs_from_args",
 ]

@@ -4,7 +4,8 @@ Binary messages are raw PCM in the format of the query (``format=s16le|f32le``,
 ``rate``, ``channels``) or, with ``format=encoded``, one whole WAV/MP3/FLAC/OGG
 clip each. Text messages are JSON controls: ``{"type": "interrupt"}``. The
 server sends ``frames`` events as video is published, ``interrupted``,
-``error`` (bad data: the session goes on) and ``closed``. A socket that drops
+``error`` (bad data: the session goes on) and ``closed`` (ws_messages.py;
+docs/api.md). A socket that drops
 without a close handshake (a crashed client) closes its session at once; a
 close with code 1000 or 1001 leaves it open (DELETE or the idle timeout end it).
 """
@@ -13,11 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from typing import Any
 
 from fastapi import APIRouter, WebSocket
+from pydantic import ValidationError
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocketState
 
@@ -28,6 +29,7 @@ from avatarstream.serve.context import ServerContext
 from avatarstream.serve.problems import ServeError
 from avatarstream.serve.session import Session
 from avatarstream.serve.uploads import store_clip
+from avatarstream.serve.ws_messages import ErrorEvent, InterruptCommand
 
 router = APIRouter()
 CLEAN_CLOSES = {1000, 1001}  # a lost connection reads as 1005 or 1006, depending on the server's WebSocket stack
@@ -82,18 +84,16 @@ async def _receive(ws: WebSocket, server: ServerContext, session: Session, decod
             elif text is not None:
                 _control(session, text)
         except InputError as err:
-            await _send(ws, {"type": "error", "message": str(err)})
+            await _send(ws, ErrorEvent(message=str(err)).model_dump())
         if session.id not in server.manager.active:
             return 1000
 
 
 def _control(session: Session, text: str) -> None:
     try:
-        command = json.loads(text)
-    except json.JSONDecodeError:
-        command = None
-    if not isinstance(command, dict) or command.get("type") != "interrupt":
-        raise InputError('text messages are JSON controls: {"type": "interrupt"}')
+        InterruptCommand.model_validate_json(text)
+    except ValidationError:
+        raise InputError('text messages are JSON controls: {"type": "interrupt"}') from None
     session.interrupt()
 
 

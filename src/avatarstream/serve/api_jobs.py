@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, File, Form, UploadFile
 from fastapi.responses import FileResponse
 
-from avatarstream.serve.api_sessions import ERRORS, open_session, parse_outputs, video_response
+from avatarstream.serve.api_sessions import AVATAR_HELP, ERRORS, IDENTITY_HELP, open_session, parse_outputs, video_response
 from avatarstream.serve.context import Server, authorized, form_body
 from avatarstream.serve.schemas import Problem, SessionInfo
 
@@ -18,14 +18,15 @@ router = APIRouter(prefix="/jobs", tags=["batch jobs"], dependencies=[Depends(au
 async def create_job(
     server: Server,
     audio: Annotated[UploadFile, File(description="driving audio: WAV, MP3, FLAC or OGG")],
-    identity: Annotated[str, Form()] = "demo",
+    identity: Annotated[str, Form(description=IDENTITY_HELP)] = "demo",
     reference: Annotated[UploadFile | None, File(description="reference image (PNG/JPEG)")] = None,
+    avatar: Annotated[int | None, Form(ge=0, description=AVATAR_HELP)] = None,
     prompt: Annotated[str, Form(max_length=2000)] = "",
     seed: Annotated[int, Form()] = 0,
-    outputs: Annotated[str, Form(description="JSON of Outputs; the MP4 is always written")] = '{"hls": false}',
+    outputs: Annotated[str, Form(description="JSON of Outputs; the MP4 is always written (outputs.file reads true)")] = '{"hls": false}',
 ) -> SessionInfo:
     """Counts as a session while it runs; its MP4 stays downloadable until the result TTL or DELETE."""
-    job = await open_session(server, "batch", identity, reference, prompt, seed, parse_outputs(outputs), audio)
+    job = await open_session(server, "batch", identity, reference, avatar, prompt, seed, parse_outputs(outputs), audio)
     return job.info()
 
 

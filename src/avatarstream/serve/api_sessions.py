@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import FileResponse, Response
+from starlette.datastructures import UploadFile as StarletteUpload
 from pydantic import BaseModel, ValidationError
 
 from avatarstream.errors import InputError
@@ -21,6 +23,9 @@ router = APIRouter(prefix="/sessions", tags=["live sessions"], dependencies=[Dep
 HLS_NAME = re.compile(r"index\.m3u8|init\.mp4|seg\d{5}\.m4s")
 HLS_TYPES = {".m3u8": "application/vnd.apple.mpegurl", ".mp4": "video/mp4", ".m4s": "video/iso.segment"}
 ERRORS = {code: {"model": Problem} for code in (401, 404, 413, 415, 422, 503)}
+IDENTITY_HELP = "demo: the model's default avatar (the one `avatarstream render` uses), when neither reference nor avatar is given"
+AVATAR_HELP = "procedural identity SEED, as `render --avatar SEED` (what the demo weights were trained on)"
+AUDIO_TYPES = ("audio/wav", "audio/mpeg", "audio/flac", "audio/ogg")
 
 
 class Offer(BaseModel):
@@ -37,16 +42,21 @@ def parse_outputs(text: str) -> Outputs:
 
 
 async def open_session(
-    server: ServerContext, mode: Mode, identity: str, reference: UploadFile | None, prompt: str, seed: int, outputs: Outputs, audio: UploadFile | None = None
+    server: ServerContext, mode: Mode, identity: str, reference: UploadFile | None, avatar: int | None, prompt: str, seed: int, outputs: Outputs,
+    audio: UploadFile | None = None,
 ) -> Session:
-    """Admit, read the inputs into the new session's folder, start the run (shared by live sessions and jobs)."""
+    """Admit, read the inputs into the new session's folder, start the run (shared by live sessions and jobs).
+
+    A batch job always writes its MP4, and its outputs say so."""
     if seed < 0:
         raise InputError(f"seed must be 0 or more, got {seed}")
+    if mode == "batch":
+        outputs = outputs.model_copy(update={"file": True})
     manager = server.manager
     folder = manager.reserve()
     source = None
     try:
-        image = await server.blocking(reference_image, identity, reference, folder, server.frame_size, server.settings.max_upload_bytes)
+        image = await server.blocking(reference_image, identity, reference, avatar, folder, server.reference, server.settings.max_upload_bytes)
         if audio is not None:
             check_audio_type(audio.content_type)
             path = await server.blocking(save_upload, audio, folder, server.settings.max_upload_bytes)
@@ -60,14 +70,15 @@ async def open_session(
 @router.post("", status_code=201, response_model=SessionInfo, responses=ERRORS, summary="Open a live session", dependencies=[Depends(form_body)])
 async def create_session(
     server: Server,
-    identity: Annotated[str, Form(description="a bundled identity, used when no reference is uploaded")] = "demo",
+    identity: Annotated[str, Form(description=IDENTITY_HELP)] = "demo",
     reference: Annotated[UploadFile | None, File(description="reference image (PNG/JPEG), centre-cropped")] = None,
+    avatar: Annotated[int | None, Form(ge=0, description=AVATAR_HELP)] = None,
     prompt: Annotated[str, Form(max_length=2000)] = "",
     seed: Annotated[int, Form()] = 0,
-    outputs: Annotated[str, Form(description="JSON of Outputs, e.g. {\"hls\": true, \"webrtc\": true}")] = "{}",
+    outputs: Annotated[str, Form(description="JSON of Outputs, e.g. {\"hls\": true, \"webrtc\": true, \"file\": true}")] = "{}",
 ) -> SessionInfo:
     """The avatar starts moving at once (idle) and speaks whatever audio arrives, until closed or idle too long."""
-    session = await open_session(server, "live", identity, reference, prompt, seed, parse_outputs(outputs))
+    session = await open_session(server, "live", identity, reference, avatar, prompt, seed, parse_outputs(outputs))
     return session.info()
 
 
@@ -89,13 +100,22 @@ async def close_session(sid: str, server: Server) -> SessionInfo:
     response_model=AudioQueued,
     responses=ERRORS,
     summary="Speak an audio file",
-    openapi_extra={"requestBody": {"required": True, "content": {t: {"schema": {"type": "string", "format": "binary"}} for t in ("audio/wav", "audio/mpeg", "audio/flac", "audio/ogg")}}},
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "multipart/form-data": {"schema": {"type": "object", "required": ["audio"], "properties": {"audio": {"type": "string", "format": "binary"}}}},
+                **{t: {"schema": {"type": "string", "format": "binary"}} for t in AUDIO_TYPES},
+            },
+        }
+    },
 )
 async def upload_audio(sid: str, request: Request, server: Server) -> AudioQueued:
-    """The whole file as the request body; it is queued after what is already queued and spoken in real time."""
+    """A multipart form with the file in field ``audio`` (as POST /jobs takes it), or the file itself as the body.
+
+    It is queued after what is already queued and spoken in real time."""
     session = server.manager.get(sid, "live")
-    check_audio_type(request.headers.get("content-type"))
-    path = await save_body(request, session.folder, server.settings.max_upload_bytes)
+    path = await _receive_audio(request, session.folder, server)
     source = await server.blocking(open_upload_audio, path)
     clip = ClipSegment(source, path)
     try:
@@ -106,6 +126,23 @@ async def upload_audio(sid: str, request: Request, server: Server) -> AudioQueue
     assert live is not None
     live.push(clip)
     return AudioQueued(clip_s=None if clip.duration_s is None else round(clip.duration_s, 3), queued_audio_s=round(live.queued_s, 3))
+
+
+async def _receive_audio(request: Request, folder: Path, server: ServerContext) -> Path:
+    """The uploaded file stored in ``folder``: from the form's ``audio`` field or the raw body."""
+    content_type = request.headers.get("content-type") or ""
+    if not content_type.startswith("multipart/form-data"):
+        check_audio_type(content_type)
+        return await save_body(request, folder, server.settings.max_upload_bytes)
+    form = await request.form(max_files=1, max_fields=0)
+    try:
+        upload = form.get("audio")
+        if not isinstance(upload, StarletteUpload):
+            raise InputError("the form needs the audio file in a field named 'audio'")
+        check_audio_type(upload.content_type)
+        return await server.blocking(save_upload, upload, folder, server.settings.max_upload_bytes)
+    finally:
+        await form.close()
 
 
 @router.post("/{sid}/interrupt", response_model=Interrupted, responses=ERRORS, summary="Drop queued speech")

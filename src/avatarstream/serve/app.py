@@ -22,7 +22,6 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-import torch
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -32,8 +31,9 @@ from avatarstream.errors import AvatarStreamError, InputError
 from avatarstream.families import load_family
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.publish.settings import EncoderSettings
+from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.runtime.devices import resolve_device
-from avatarstream.serve import api_audio_ws, api_jobs, api_sessions
+from avatarstream.serve import api_audio_ws, api_jobs, api_sessions, openapi
 from avatarstream.serve.audio_input import RATE
 from avatarstream.serve.auth import TokenCheck
 from avatarstream.serve.context import ServerContext, authorized, server
@@ -57,8 +57,7 @@ STATIC = {
 
 def create_app(settings: ServeSettings) -> FastAPI:
     """Load the model, build the shared pipeline and return the app (nothing listens yet)."""
-    if settings.torch_threads is not None:
-        torch.set_num_threads(settings.torch_threads)
+    set_threads(settings.threads)
     device = resolve_device(settings.device)
     family = load_family(settings.model, settings.weights, dtype=settings.dtype, device=device, folders=settings.folders)
     pipeline = family.build(device, settings.generation)
@@ -77,7 +76,7 @@ def create_app(settings: ServeSettings) -> FastAPI:
     metrics = ServeMetrics(lambda: manager.queued_audio_s)
     engine = Engine(pipeline, metrics, executor)
     manager = SessionManager(settings, engine, encoder, work_dir)
-    context = ServerContext(settings, engine, manager, TokenCheck(settings.token), family.frame_size)
+    context = ServerContext(settings, engine, manager, TokenCheck(settings.token), family.reference)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -104,6 +103,7 @@ def create_app(settings: ServeSettings) -> FastAPI:
     app.include_router(api_audio_ws.router)
     app.include_router(api_jobs.router)
     _add_basic_routes(app)
+    openapi.install(app)
     return app
 
 

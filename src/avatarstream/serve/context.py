@@ -14,6 +14,7 @@ from avatarstream.serve.problems import UnsupportedType
 from avatarstream.serve.session import Engine
 from avatarstream.serve.sessions import SessionManager
 from avatarstream.serve.settings import ServeSettings
+from avatarstream.serve.uploads import ReferenceMaker
 
 T = TypeVar("T")
 
@@ -24,7 +25,7 @@ class ServerContext:
     engine: Engine
     manager: SessionManager
     auth: TokenCheck
-    frame_size: tuple[int, int]  # (width, height) every reference is fitted to
+    reference: ReferenceMaker  # the family's: fits an upload, or makes the default / procedural avatar
 
     async def blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """Run file and codec work off the event loop, on the app's own threads."""

@@ -23,7 +23,10 @@ class Outputs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     hls: bool = Field(True, description="live HLS at /sessions/{id}/hls/index.m3u8 (the preview page plays it)")
     webrtc: bool = Field(False, description="WebRTC video (H.264, no audio) negotiated at POST /sessions/{id}/webrtc")
-    file: bool = Field(False, description="an MP4 of the whole session, downloadable at /sessions/{id}/video.mp4 after close")
+    file: bool = Field(
+        False,
+        description="an MP4 of the whole session, downloadable at /sessions/{id}/video.mp4 after close (404 without it); batch jobs always write one",
+    )
     rtmp: str | None = Field(None, description="publish to rtmp://HOST[:PORT]/APP/STREAM")
     kvs: KvsOutput | None = Field(None, description="publish to Amazon Kinesis Video Streams")
 
@@ -42,6 +45,7 @@ class Stats(BaseModel):
 
 class SessionInfo(BaseModel):
     id: str
+    log_id: str = Field(description="the name the server's log lines give this session (its id itself is never logged)")
     mode: Literal["live", "batch"]
     state: Literal["running", "done", "closed", "failed"]
     error: str | None = None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import BaseModel
 
 from avatarstream.errors import AvatarStreamError
 from avatarstream.pipeline.observer import ChunkDone, RunObserver
@@ -25,6 +26,7 @@ from avatarstream.serve.logs import event
 from avatarstream.serve.metrics import FrameRate, ServeMetrics
 from avatarstream.serve.outputs import SessionOutputs
 from avatarstream.serve.schemas import Outputs, SessionInfo, Stats
+from avatarstream.serve.ws_messages import ErrorEvent, FramesEvent, InterruptedEvent
 from avatarstream.sources.pcm import PcmBlock
 
 Mode = Literal["live", "batch"]
@@ -129,7 +131,7 @@ class Session:
         done = self.live.interrupt()
         self.engine.metrics.interrupts.inc()
         event("interrupted", session=self.log_id, **asdict(done))
-        self.broadcast({"type": "interrupted", **asdict(done)})
+        self.broadcast(InterruptedEvent(**asdict(done)))
         return done
 
     def close_outputs(self) -> list[Any]:
@@ -143,7 +145,7 @@ class Session:
         self.error = message
         self.engine.metrics.failed.labels(self.mode).inc()
         event("session failed", logging.WARNING, session=self.log_id, mode=self.mode, error=message)
-        self.broadcast({"type": "error", "message": message})
+        self.broadcast(ErrorEvent(message=message))
 
     def _published(self, chunk: MediaChunk) -> None:
         now = time.monotonic()
@@ -161,9 +163,7 @@ class Session:
         self.engine.metrics.published(self.mode, chunk.num_frames)
         frames = chunk.frames
         motion = float(np.abs(frames[-1].astype(np.int16) - frames[0]).mean()) if chunk.num_frames > 1 else 0.0
-        self.broadcast(
-            {"type": "frames", "first_frame": chunk.first_frame, "count": chunk.num_frames, "speech": round(speech, 3), "motion": round(motion, 3), "at_s": round(now - self.created, 3)}
-        )
+        self.broadcast(FramesEvent(first_frame=chunk.first_frame, count=chunk.num_frames, speech=round(speech, 3), motion=round(motion, 3), at_s=round(now - self.created, 3)))
 
     # -- listeners (the audio WebSocket hears what happens) ------------------------------------------
 
@@ -175,7 +175,9 @@ class Session:
     def unlisten(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
         self._listeners.discard(queue)
 
-    def broadcast(self, message: dict[str, Any]) -> None:
+    def broadcast(self, event: BaseModel) -> None:
+        """Queue one of the WebSocket's server events (ws_messages.py) for every listener; a full queue drops its oldest."""
+        message = event.model_dump()
         for queue in self._listeners:
             if queue.full():
                 queue.get_nowait()
@@ -206,7 +208,7 @@ class Session:
             speaking=self.speaking,
             chunk_latency_s=_round(self.chunk_latency_s),
         )
-        return SessionInfo(id=self.id, mode=self.mode, state=self.state, error=self.error, outputs=self.spec, links=links, stats=stats)
+        return SessionInfo(id=self.id, log_id=self.log_id, mode=self.mode, state=self.state, error=self.error, outputs=self.spec, links=links, stats=stats)
 
 
 class _ChunkTimer(RunObserver):

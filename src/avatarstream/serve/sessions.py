@@ -25,6 +25,7 @@ from avatarstream.serve.problems import Busy, NotFound
 from avatarstream.serve.schemas import Outputs, SessionInfo
 from avatarstream.serve.session import Engine, Mode, Session
 from avatarstream.serve.settings import ServeSettings
+from avatarstream.serve.ws_messages import ClosedEvent
 from avatarstream.sources.audio_file import AudioFileSource
 from avatarstream.sources.pcm import PcmBlock
 
@@ -174,7 +175,7 @@ class SessionManager:
         if session.state == "running":  # only now: a session that reads done or closed holds nothing any more
             session.state = "done" if session.completed else "closed"
         self.engine.metrics.sessions.labels(session.mode).dec()
-        session.broadcast({"type": "closed", "state": session.state})
+        session.broadcast(ClosedEvent(state=session.state))
         video = session.outputs.video if session.state in ("done", "closed") and session.outputs.video is not None else None
         if video is None:
             shutil.rmtree(session.folder, ignore_errors=True)

@@ -16,7 +16,7 @@ class ServeSettings:
 
     ``lookahead_s`` bounds how far generation may run ahead of the wall clock
     in a live session (None: one chunk), which is also how late an interrupt
-    can take effect. ``torch_threads`` sets PyTorch's intra-op threads for the
+    can take effect. ``threads`` sets PyTorch's intra-op threads for the
     whole process (each session runs on a thread of its own; on a shared CPU
     one thread per session avoids oversubscription). ``work_dir`` holds per-session folders the server names
     itself (None: a fresh temporary folder).
@@ -39,7 +39,7 @@ class ServeSettings:
     result_ttl_s: float = 3600.0
     retry_after_s: int = 5
     preset: str = "veryfast"
-    torch_threads: int | None = None
+    threads: int | None = None
     work_dir: Path | None = None
 
     def __post_init__(self) -> None:
@@ -52,8 +52,8 @@ class ServeSettings:
             )
         if not 0 <= self.port <= 65535:
             raise InputError(f"--port must be in 0..65535, got {self.port}")
-        if self.torch_threads is not None and self.torch_threads < 1:
-            raise InputError(f"--torch-threads must be at least 1, got {self.torch_threads}")
+        if self.threads is not None and self.threads < 1:
+            raise InputError(f"--threads must be at least 1, got {self.threads}")
         for name in ("max_sessions", "max_upload_bytes"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")

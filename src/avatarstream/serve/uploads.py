@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from importlib import resources
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -17,11 +17,11 @@ from avatarstream.serve.audio_input import ClipSegment
 from avatarstream.serve.limits import too_large_message
 from avatarstream.serve.problems import TooLarge, UnsupportedType
 from avatarstream.sources.audio_file import AudioFileSource, open_audio_file
-from avatarstream.sources.reference import load_reference_image
 
-ASSETS = resources.files("avatarstream") / "assets"
-#: Identities a client may name instead of uploading a reference image.
-IDENTITIES = {"demo": "reference.png"}
+#: Identities a client may name instead of uploading a reference image: the model's default avatar (the one ``render`` uses).
+IDENTITIES = ("demo",)
+#: The family's reference maker: (image path or None for its default, procedural seed or None) -> uint8 RGB.
+ReferenceMaker = Callable[[Path | None, int | None], np.ndarray]
 AUDIO_TYPES = "audio/wav, audio/mpeg, audio/flac or audio/ogg"
 
 
@@ -70,17 +70,18 @@ def save_upload(upload: UploadFile, folder: Path, max_bytes: int) -> Path:
     return path
 
 
-def reference_image(identity: str, upload: UploadFile | None, folder: Path, size: tuple[int, int], max_bytes: int) -> np.ndarray:
-    """The uploaded reference (cropped and resized) or the named identity's (blocking)."""
+def reference_image(identity: str, upload: UploadFile | None, avatar: int | None, folder: Path, make: ReferenceMaker, max_bytes: int) -> np.ndarray:
+    """The uploaded reference, the procedural avatar SEED or the named identity, fitted by the family (blocking)."""
     if upload is None:
         if identity not in IDENTITIES:
-            raise InputError(f"unknown identity {identity!r}; use one of: {', '.join(IDENTITIES)}, or upload a reference image")
-        with resources.as_file(ASSETS / IDENTITIES[identity]) as path:
-            return load_reference_image(path, size)
+            raise InputError(f"unknown identity {identity!r}; use one of: {', '.join(IDENTITIES)}, avatar=SEED, or upload a reference image")
+        return make(None, avatar)
+    if avatar is not None:
+        raise InputError("give either a reference image or avatar=SEED, not both")
     check_image_type(upload.content_type)
     path = save_upload(upload, folder, max_bytes)
     try:
-        return load_reference_image(path, size)
+        return make(path, None)
     except InputError as err:
         raise InputError(str(err).replace(str(path), "the uploaded reference")) from err
     finally:

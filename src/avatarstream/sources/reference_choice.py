@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +12,9 @@ from avatarstream.avatars.detect import looks_procedural
 from avatarstream.avatars.identity import Identity
 from avatarstream.avatars.renderer import reference_image
 from avatarstream.errors import InputError
+from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image, square_resize
 
-ASSETS = resources.files("avatarstream") / "assets"
 PHOTO_NOTE = (
     "note: the bundled demo weights only animate procedural avatars (see MODEL.md); "
     "use --avatar SEED, or --weights for a model trained on faces"
@@ -31,8 +30,7 @@ def choose_reference(reference: Path | None, avatar: int | None, size: int, *, s
             raise InputError(f"--avatar must be 0 or more, got {avatar}")
         return square_resize(Image.fromarray(reference_image(Identity.from_seed(avatar))), size)
     if reference is None:
-        default = ASSETS / "demo" / "reference.png"
-        return load_reference_image(str(default if default.is_file() else ASSETS / "reference.png"), size)
+        return load_reference_image(DEFAULT_REFERENCE, size)
     image = load_reference_image(reference, size)
     if shipped_weights and not looks_procedural(image):
         print(PHOTO_NOTE, file=sys.stderr)

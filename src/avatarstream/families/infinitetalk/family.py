@@ -29,7 +29,7 @@ from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.residency import Runtime
 from avatarstream.sources.reference import load_reference_image
-from avatarstream.sources.reference_choice import ASSETS
+from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.stages.infinitetalk.context import WanAudioContextStage
 from avatarstream.stages.infinitetalk.decode import WanDecodeStage
 from avatarstream.stages.infinitetalk.generate import WanAudioToVideoStage
@@ -120,7 +120,7 @@ class InfiniteTalkFamily:
         """The reference image resized and centre-cropped to the output size."""
         if avatar is not None:
             raise InputError("--avatar SEED is the demo family's procedural identity; give the infinitetalk model a photo with --reference IMAGE")
-        return load_reference_image(path if path is not None else ASSETS / "reference.png", self.frame_size)
+        return load_reference_image(path if path is not None else DEFAULT_REFERENCE, self.frame_size)
 
 
 def _preset(name: str | None) -> Preset:

@@ -34,8 +34,9 @@ MAX_OFFER_BYTES = 64 * 1024
 class PreviewServer(WebRtcSink):
     """HTTP on ``host:port`` (port 0: any free one): ``/`` the page, ``/hls/`` the HLS folder, ``/offer`` WebRTC."""
 
-    def __init__(self, hls_dir: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+    def __init__(self, hls_dir: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keep_serving: bool = False) -> None:
         super().__init__()
+        self.keep_serving = keep_serving
         self.hls_dir = Path(hls_dir).resolve()
         try:
             self._http = ThreadingHTTPServer((host, port), _handler(self))
@@ -56,11 +57,18 @@ class PreviewServer(WebRtcSink):
         return f"http://{host}:{self.port}/"
 
     def close(self) -> SinkReport:
-        """Hang up the viewers and stop serving."""
+        """Hang up the WebRTC viewers (the stream has ended); stop serving unless ``keep_serving``."""
         report = super().close()
-        self._http.shutdown()
-        self._http.server_close()
+        if not self.keep_serving:
+            self.stop()
         return report
+
+    def stop(self) -> None:
+        """Stop serving the page and the HLS folder; safe to call twice."""
+        if self._thread.is_alive():
+            self._http.shutdown()
+            self._thread.join()
+        self._http.server_close()
 
 
 def _handler(server: PreviewServer) -> type[BaseHTTPRequestHandler]:

@@ -1,0 +1,183 @@
+"""``avatarstream.render``: the one-call Python API behind ``avatarstream render``.
+
+Audio and a reference in; MP4 / HLS / RTMP / Kinesis / preview out, with the
+report the CLI writes. The CLI only parses its options into these arguments.
+Under ``torchrun`` every rank calls it and only rank 0 writes outputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from tqdm import tqdm
+
+from avatarstream.errors import InputError
+from avatarstream.families import load_family
+from avatarstream.families.base import Family
+from avatarstream.families.options import GenerationOptions
+from avatarstream.pipeline.report import ReportRecorder
+from avatarstream.pipeline.trace import TraceWriter
+from avatarstream.publish import EncoderSettings
+from avatarstream.publish.outputs import Outputs
+from avatarstream.publish.sink import SinkReport
+from avatarstream.runtime.cpu_threads import cpu_report, set_threads
+from avatarstream.runtime.devices import resolve_device
+from avatarstream.runtime.launch import RankInfo, finish, init_rank
+from avatarstream.runtime.policies import parse_residency
+from avatarstream.sources.audio_file import open_audio_file
+from avatarstream.sources.pcm import PcmBlock
+from avatarstream.sources.bundled import DEFAULT_SPEECH
+
+if TYPE_CHECKING:
+    from avatarstream.publish.preview import PreviewServer  # aiortc is loaded only for a preview
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass
+class RenderResult:
+    """What a render measured (the JSON report's fields), one report per output, and a preview still serving, if kept."""
+
+    report: dict[str, Any]
+    outputs: list[SinkReport]
+    preview: PreviewServer | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Every output received everything."""
+        return all(r.complete for r in self.outputs)
+
+
+def render(
+    audio: PathLike | Iterable[PcmBlock] | None = None,
+    reference: PathLike | None = None,
+    *,
+    out: PathLike | Outputs | None = "out/avatar.mp4",
+    avatar: int | None = None,
+    prompt: str = "",
+    model: str | Family = "demo",
+    weights: PathLike | None = None,
+    folders: dict[str, PathLike] | None = None,
+    dtype: str | None = None,
+    options: GenerationOptions | None = None,
+    device: str | torch.device = "auto",
+    residency: str = "",
+    overlap: bool | None = None,
+    threads: int | None = None,
+    seed: int = 0,
+    preset: str = "veryfast",
+    report: PathLike | None = None,
+    trace: PathLike | None = None,
+    progress: bool = False,
+) -> RenderResult:
+    """Render a talking-avatar video chunk by chunk; frames are encoded while generation runs.
+
+    ``audio``: a WAV/MP3/FLAC/OGG file, or any iterable of ``PcmBlock`` (a live
+    source); None: the bundled speech. ``reference``: a PNG/JPEG, or ``avatar``
+    (a procedural identity seed, what the demo weights know); neither: the
+    model's default avatar. ``out``: an MP4 path or an ``Outputs`` with any
+    combination of outputs. ``model``: a family name (``demo``, ``demo-tiny``,
+    ``infinitetalk`` with ``weights``, the folder holding its downloads, or
+    ``folders``: ``base``, ``adapter``, ``audio_encoder`` one by one) or a
+    family already loaded with ``load_family``, to render many times without
+    reloading. ``options``:
+    chunking, steps, guidance ... (unset fields take the model's defaults).
+    ``residency``: where each module's weights live, as ``--residency``.
+    ``overlap``: finish chunk k while chunk k+1 generates (default: on with CUDA).
+    ``threads``: torch CPU threads (default: one per core). ``report`` /
+    ``trace``: write the JSON report / a Chrome trace. Raises ``InputError``
+    (bad input, before any output is started) or ``PublishError``; an output
+    being written is finalized and playable even when the render fails.
+    """
+    if seed < 0:
+        raise InputError(f"--seed must be 0 or more, got {seed}")
+    set_threads(threads)
+    outputs = out if isinstance(out, Outputs) else Outputs(file=out)
+    opened = open_audio_file(audio if audio is not None else DEFAULT_SPEECH) if audio is None or isinstance(audio, (str, os.PathLike)) else None
+    try:
+        rank, run_device = init_rank(resolve_device(str(device)))
+        try:
+            return _render(opened or audio, reference, outputs, rank, run_device, avatar=avatar, prompt=prompt, model=model, weights=weights,  # type: ignore[arg-type]
+                           folders=folders, dtype=dtype, options=options or GenerationOptions(), residency=residency, overlap=overlap, seed=seed,
+                           preset=preset, report=report, trace=trace, progress=progress)  # fmt: skip
+        finally:
+            finish(rank)
+    finally:
+        if opened is not None:
+            opened.close()
+
+
+def _render(
+    audio: Iterable[PcmBlock], reference: PathLike | None, outputs: Outputs, rank: RankInfo, device: torch.device, *, avatar: int | None,
+    prompt: str, model: str | Family, weights: PathLike | None, folders: dict[str, PathLike] | None, dtype: str | None, options: GenerationOptions, residency: str,
+    overlap: bool | None, seed: int, preset: str, report: PathLike | None, trace: PathLike | None, progress: bool,
+) -> RenderResult:  # fmt: skip
+    load_start = time.perf_counter()
+    if isinstance(model, str):
+        family = load_family(model, weights, dtype=dtype, device=device, folders={k: Path(v) for k, v in (folders or {}).items()})
+        name = model
+    else:
+        if weights is not None or folders or dtype is not None:
+            raise InputError("weights, folders and dtype choose how a model is loaded; pass them to load_family, not with a loaded family")
+        family, name = model, model.name
+    pipeline = family.build(device, options, residency=parse_residency(residency, family.modules),
+                            overlap=device.type == "cuda" if overlap is None else overlap, read_ahead=True)  # fmt: skip
+    pipeline.prepare()
+    load_s = time.perf_counter() - load_start
+
+    image = family.reference(Path(reference) if reference is not None else None, avatar)
+    if not rank.publishes:  # every rank computes (sharded modules need all of them); only rank 0 writes
+        for _ in pipeline.stream(audio, image, prompt, seed=seed):
+            pass
+        return RenderResult({}, [])
+    width, height = family.frame_size
+    try:
+        settings = EncoderSettings(width=width, height=height, fps=family.fps, preset=preset)
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
+    runtime = pipeline.runtime
+    recorder = ReportRecorder(
+        runtime.peak_device_bytes,
+        extra={
+            "model": name, "weights": family.weights, "device": str(device), "resolution": [width, height], "fps": family.fps,
+            "settings": family.settings, "load_s": round(load_s, 4), "processes": rank.world_size,
+            "numa": dataclasses.asdict(rank.binding) if rank.binding else None, "cpu": cpu_report(),
+        },
+        late_fields={"stage_switches": runtime.switch_summary, "runtime": runtime.summary},
+        chunk_fields=runtime.take_chunk_stats,
+    )  # fmt: skip
+    observers: list[Any] = [recorder]
+    tracer = TraceWriter(Path(trace)) if trace is not None else None
+    if tracer is not None:
+        observers.append(tracer)
+    publisher = outputs.open(settings)
+    kept = [s for s in publisher.sinks if getattr(s, "keep_serving", False)]
+    duration = getattr(audio, "duration_s", None)
+    try:
+        with publisher, tqdm(total=round(duration * family.fps) if duration else None, unit="frame", disable=not progress, desc="render") as bar:
+            for media in pipeline.stream(audio, image, prompt, seed=seed, observers=observers):
+                publisher.submit(media)
+                bar.update(media.num_frames)
+    except BaseException:
+        for server in kept:  # nobody holds it to stop it later
+            server.stop()  # type: ignore[attr-defined]
+        raise
+    finally:
+        if tracer is not None:
+            tracer.close()
+        recorder.extra["outputs"] = [dataclasses.asdict(r) for r in publisher.reports]
+        summary = recorder.write(Path(report)) if report is not None else recorder.summary()
+        recorder.close()
+        for sink_report in publisher.reports:
+            if not sink_report.complete:
+                print(f"warning: output {sink_report.name} did not deliver everything: {sink_report.packets_dropped} packets dropped; "
+                      f"{'; '.join(sink_report.errors[-3:])}", file=sys.stderr)  # fmt: skip
+    return RenderResult(summary, publisher.reports, kept[0] if kept else None)  # type: ignore[arg-type]

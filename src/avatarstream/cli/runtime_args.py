@@ -1,0 +1,17 @@
+"""``--device`` and ``--threads``: the same two options, with the same words, on every command that runs a model."""
+
+from __future__ import annotations
+
+import argparse
+
+from avatarstream.runtime.devices import DEVICE_CHOICES
+
+THREADS_HELP = (
+    "torch CPU threads (default: one per core; idle threads sleep, so other jobs on the machine slow a render "
+    "down by about their share of the cores; 1 is as fast for the small demo models)"
+)
+
+
+def add_runtime_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="auto", help=f"where to run: {', '.join(DEVICE_CHOICES)} (CUDA when present) or cuda:N")
+    p.add_argument("--threads", type=int, help=THREADS_HELP)
