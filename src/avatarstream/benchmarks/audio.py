@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from importlib import resources
 
 import numpy as np
 
 from avatarstream.sources.audio_file import open_audio_file
 from avatarstream.sources.audio_timeline import AudioTimeline
+from avatarstream.sources.bundled import DEFAULT_SPEECH
 from avatarstream.sources.pcm import PcmBlock
 
 BLOCK_S = 0.2
@@ -17,7 +17,7 @@ BLOCK_S = 0.2
 def bundled_speech(rate: int) -> np.ndarray:
     """The bundled speech sample, mono float32 at ``rate`` (13 s: small enough to keep)."""
     timeline = AudioTimeline(rate, 48000, 2)
-    with open_audio_file(resources.files("avatarstream") / "assets" / "speech.flac") as source:
+    with open_audio_file(DEFAULT_SPEECH) as source:
         for block in source:
             timeline.push(block)
     timeline.end()

@@ -31,3 +31,18 @@ def lines(path: Path, x: list[float], series: dict[str, list[float]], *, xlabel:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def grouped_bars(path: Path, groups: list[str], series: dict[str, list[float]], *, ylabel: str, title: str) -> None:
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    width = 0.8 / len(series)
+    for i, (name, ys) in enumerate(series.items()):
+        ax.bar([g + i * width for g in range(len(groups))], ys, width, label=name)
+    ax.set_xticks([g + width * (len(series) - 1) / 2 for g in range(len(groups))], groups)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -14,6 +14,7 @@ import numpy as np
 from avatarstream.benchmarks import plots
 from avatarstream.benchmarks.audio import looped, looped_array
 from avatarstream.benchmarks.context import BenchContext
+from avatarstream.benchmarks.contention import measure_contention
 from avatarstream.benchmarks.audio_window import window_errors
 from avatarstream.benchmarks.raw_loop import raw_frames
 from avatarstream.benchmarks.raw_loop_infinitetalk import raw_frames as raw_frames_infinitetalk
@@ -194,6 +195,18 @@ def audio_window(ctx: BenchContext) -> dict[str, Any]:
     return {"rows": [{"window_s": w, "lookahead_frames": a, **e} for (w, a), e in errors.items()]}
 
 
+def contention(ctx: BenchContext) -> dict[str, Any]:
+    """Renders alone and next to a competing CPU job, per threading setting: the slowdown a shared machine causes."""
+    if ctx.model not in ("demo", "demo-tiny"):
+        raise InputError("the contention scenario renders the demo family (--model demo or demo-tiny) in fresh processes")
+    result = measure_contention(ctx.model, ctx.seconds, ctx.repeats, ctx.out_dir)
+    rows = result["rows"]
+    plots.grouped_bars(ctx.out_dir / "contention.png", [r["variant"] for r in rows],
+                       {"alone": [r["realtime_factor_alone"] for r in rows], "next to a competing job": [r["realtime_factor_loaded"] for r in rows]},
+                       ylabel="real-time factor", title=f"render speed on a shared machine ({result['cores']} cores)")  # fmt: skip
+    return result
+
+
 SCENARIOS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
     "speed": speed,
     "resolution": resolution,
@@ -205,6 +218,7 @@ SCENARIOS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
     "residency": residency,
     "motion": motion,
     "audio-window": audio_window,
+    "contention": contention,
 }
 
 

@@ -15,7 +15,7 @@ from avatarstream.families.options import GenerationOptions
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model", "which model runs and from which weights")
-    g.add_argument("--model", default="demo", choices=sorted(VARIANTS), help="model family: demo (bundled), demo-tiny (random, for benchmarks), infinitetalk (Wan2.1-I2V-14B + InfiniteTalk)")
+    g.add_argument("--model", default="demo", choices=sorted(VARIANTS), help="model family: demo (bundled, trained on procedural avatars), demo-tiny (random weights: grey noise, for benchmarks and tests), infinitetalk (Wan2.1-I2V-14B + InfiniteTalk)")
     g.add_argument("--weights", type=Path, help="weights folder: demo's own, or the folder holding the infinitetalk downloads (Wan2.1-I2V-14B-480P[-Diffusers]/, InfiniteTalk/, chinese-wav2vec2-base/)")
     g.add_argument("--base", type=Path, help="infinitetalk: the Wan2.1-I2V-14B-480P (or -Diffusers) folder, if not under --weights")
     g.add_argument("--adapter", type=Path, help="infinitetalk: infinitetalk.safetensors (or its folder), if not under --weights")

@@ -8,6 +8,7 @@ from a fixed seed, so every run of the same command is identical.
 from __future__ import annotations
 
 import json
+import sys
 from importlib import resources
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,10 @@ from avatarstream.stages.text import TextEncodeStage
 SHIPPED_WEIGHTS = resources.files("avatarstream") / "assets" / "demo"
 #: Motion frames from the previous N-chunk that condition the next one.
 MOTION_FRAMES = 2
+RANDOM_NOTE = (
+    "note: this model has random weights (demo-tiny, or demo without trained weights): it renders grey noise, "
+    "at the speed of the real thing; it is for benchmarks and tests. --model demo animates the bundled avatar"
+)
 DEFAULT_CHUNK_FRAMES = 12
 DEFAULT_INTERP_FRAMES = 3
 DEFAULT_STEPS = 4
@@ -73,6 +78,7 @@ class DemoFamily:
         if weights_dir is None and variant == "default" and (SHIPPED_WEIGHTS / "config.json").is_file():
             weights_dir = Path(str(SHIPPED_WEIGHTS))
         if weights_dir is None:
+            print(RANDOM_NOTE, file=sys.stderr)
             return cls.random(DemoConfig.tiny() if variant == "tiny" else DemoConfig(), seed=seed)
         folder = Path(weights_dir)
         config = _read_config(folder)
