@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import math
 import threading
@@ -17,8 +18,10 @@ import uvicorn
 
 from avatarstream.families.options import GenerationOptions
 from avatarstream.serve import ServeSettings, create_app
+from avatarstream.serve.ws_messages import SERVER_EVENTS
 
 RATE = 16000
+EVENT_MODELS = {model.model_fields["type"].default: model for model in SERVER_EVENTS}
 TOKEN = "test-token-0123456789"
 #: Each family as the server tests run it (on the tiny infinitetalk checkpoint), the frames one of its chunks adds,
 #: and its frame size (width, height).
@@ -105,10 +108,10 @@ class Events:
         self.task = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
-        import json
-
         async for message in self.ws:  # type: ignore[attr-defined]
-            self.items.append(json.loads(message))
+            event = json.loads(message)
+            EVENT_MODELS[event["type"]].model_validate(event)  # every message is one the protocol documents
+            self.items.append(event)
 
     def frames(self) -> list[dict]:
         return [e for e in self.items if e["type"] == "frames"]
