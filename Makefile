@@ -8,15 +8,21 @@ TEST_STAMP := $(VENV)/.test-deps
 
 .PHONY: demo test install clean train-demo eval
 
+# torch is installed first, pinned. Where pip finds torch 2.13.0's CPU wheel on local disk (this project's
+# development machines) that is what it takes; from PyPI, Linux x86_64 gets the CUDA build (~3 GB), which also
+# runs on a CPU. A CPU-only machine elsewhere: make demo TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH ?= torch==2.13.0
+TORCH_INDEX ?=
+
 $(STAMP): pyproject.toml requirements/lock.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# the CPU wheel of torch; a plain `torch` would pull a multi-GB CUDA build
-	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) '$(TORCH)'
 	$(PIP) -e '.[dev]'
 	touch $(STAMP)
 
-# what only the tests need: Debian packages (GStreamer, nginx-rtmp, chromium) and the GStreamer backend
+# what only the tests need: Debian packages (GStreamer, nginx-rtmp, chromium, espeak-ng; apt-get, as root or via sudo)
+# and the GStreamer backend
 $(TEST_STAMP): $(STAMP) scripts/system-deps.sh
 	bash scripts/system-deps.sh
 	$(PIP) -e '.[dev,gstreamer]'

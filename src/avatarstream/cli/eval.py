@@ -28,7 +28,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", type=Path, default=Path("out/eval"), help="folder for eval.json and the plots")
     p.add_argument("--weights", type=Path, help="weights folder (default: the family's own)")
-    p.add_argument("--model", default="demo", help="model family / size")
+    p.add_argument("--model", default="demo", choices=("demo", "demo-tiny"), help="the demo family (eval renders procedural avatars): demo (bundled) or demo-tiny (random weights)")
     add_runtime_arguments(p)
     p.add_argument("--clips", type=int, default=4, help="held-out identities rendered as short clips")
     p.add_argument("--clip-seconds", type=float, default=20.0, help="length of each short clip")
