@@ -101,3 +101,12 @@ def test_cli_process_runs_and_reports(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "time to first frame" in result.stdout and "real-time factor" in result.stdout
     assert len(decode(tmp_path / "o.mp4").frames) == 25
+
+
+def test_random_weights_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    audio = tmp_path / "a.wav"
+    write_sine(audio, "pcm_s16le", 16000, 1, 0.5)
+    render(tmp_path, audio)
+    assert "random weights" in capsys.readouterr().err
+    code = main(["render", "--audio", str(audio), "--out", str(tmp_path / "demo.mp4"), "--no-progress", "--threads", "1"])
+    assert code == 0 and "random weights" not in capsys.readouterr().err  # the bundled demo weights are trained

@@ -134,7 +134,7 @@ async def _receive_audio(request: Request, folder: Path, server: ServerContext) 
     if not content_type.startswith("multipart/form-data"):
         check_audio_type(content_type)
         return await save_body(request, folder, server.settings.max_upload_bytes)
-    form = await request.form(max_files=1, max_fields=0)
+    form = await request.form(max_files=1, max_fields=8)
     try:
         upload = form.get("audio")
         if not isinstance(upload, StarletteUpload):
