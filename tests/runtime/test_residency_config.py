@@ -22,6 +22,8 @@ def test_parse_the_command_line_form() -> None:
         "vae": "sharded:offload+bf16",
     }
     assert parse_residency("", MODULES) == {}
+    assert parse_residency("offloaded", MODULES) == {"default": "offloaded"}  # a policy alone is every module's
+    assert parse_residency("streamed:2,vae=resident", MODULES) == {"default": "streamed:2", "vae": "resident"}
 
 
 @pytest.mark.parametrize(
@@ -34,6 +36,7 @@ def test_parse_the_command_line_form() -> None:
         ("sr_dit=sharded:fast", r"residency for 'sr_dit': unknown sharded option 'fast'"),
         ("vae=offloaded:3", r"residency for 'vae': residency policy 'offloaded' takes no option"),
         ("a2v_dit", r"bad residency entry 'a2v_dit'; write module=policy"),
+        ("offloaded:2", r"residency for 'default': residency policy 'offloaded' takes no option"),
         ("a2v_dit=", r"bad residency entry 'a2v_dit='"),
         ("vae=resident,vae=offloaded", r"residency for 'vae' is given twice"),
         ("default=sometimes", r"unknown residency policy 'sometimes' for 'default'"),
@@ -75,3 +78,13 @@ def test_sharding_without_a_process_group_is_refused() -> None:
 def test_the_pipeline_fails_before_the_first_chunk() -> None:
     with pytest.raises(InputError, match="'audio_encoder' cannot be streamed"):
         deep_family().pipeline(torch.device("cpu"), residency={"audio_encoder": "streamed"}).prepare()
+
+
+def test_default_streamed_streams_what_has_blocks_and_leaves_the_rest_resident(capsys: pytest.CaptureFixture[str]) -> None:
+    family = deep_family()
+    runtime = Runtime(torch.device("cpu"), parse_residency("streamed:2", family.modules))
+    runtime.bind(family.modules.values())
+    kinds = {name: runtime.residency(module).name for name, module in family.modules.items()}
+    assert kinds["a2v_dit"] == kinds["sr_dit"] == "streamed"
+    assert kinds["vae"] == kinds["audio_encoder"] == "resident"
+    assert "note: vae has no transformer blocks to stream; it stays resident" in capsys.readouterr().err

@@ -47,16 +47,23 @@ class PolicySpec:
         return self.policy(module, ops, **self.options)
 
 
+def _is_policy(text: str) -> bool:
+    return text.partition(":")[0] in POLICIES
+
+
 def parse_residency(text: str, modules: Iterable[str]) -> dict[str, str]:
     """``a2v_dit=streamed:2,sr_dit=offloaded,default=resident`` -> ``{"a2v_dit": "streamed:2", ...}``.
 
     ``modules`` are the names the model has; ``default`` sets the policy of
-    the others. The result is what ``Runtime`` (and ``family.pipeline(residency=...)``) takes.
+    the others, and a policy alone (``offloaded``) is the default of every
+    module. The result is what ``Runtime`` (and ``family.build(residency=...)``) takes.
     """
     known = list(modules)
     config: dict[str, str] = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         module, sep, policy = (s.strip() for s in item.partition("="))
+        if not sep and _is_policy(module):
+            module, sep, policy = DEFAULT_KEY, "=", module
         if not sep or not module or not policy:
             raise InputError(f"bad residency entry {item!r}; write module=policy, e.g. a2v_dit=streamed:2,default=offloaded")
         if module in config:

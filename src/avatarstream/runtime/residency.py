@@ -18,6 +18,7 @@ over from the previous one, whose hooks and device buffers go.
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
@@ -29,6 +30,7 @@ from avatarstream.errors import InputError
 from avatarstream.pipeline.module import Module
 from avatarstream.runtime.device_ops import device_ops
 from avatarstream.runtime.policies import DEFAULT_KEY, PolicySpec
+from avatarstream.runtime.streamed import has_blocks
 from avatarstream.runtime.policy import Residency
 from avatarstream.runtime.sharding import is_sharded
 from avatarstream.runtime.switches import switch_timer
@@ -92,13 +94,22 @@ class Runtime:
             found = self._residencies.get(module.name)
             if found is None:
                 self._take_over(module)
-                found = self._specs.get(module.name, self._default).build(module, self.ops)
+                found = self._spec(module).build(module, self.ops)
                 self._residencies[module.name] = found
                 self._hooks[module.name] = self._watch(module.network)
             return found
 
+    def _spec(self, module: Module) -> PolicySpec:
+        """The module's own policy, else the default; a default of ``streamed`` leaves modules without blocks resident."""
+        if module.name in self._specs:
+            return self._specs[module.name]
+        if self._default.policy.name == "streamed" and not has_blocks(module.network):
+            print(f"note: {module.name} has no transformer blocks to stream; it stays resident", file=sys.stderr)
+            return PolicySpec.parse("resident", module.name)
+        return self._default
+
     def _take_over(self, module: Module) -> None:
-        spec = self._specs.get(module.name, self._default)
+        spec = self._spec(module)
         if is_sharded(module.network) and not spec.policy.sequential_only:
             raise InputError(f"module {module.name!r} was sharded by an earlier pipeline and sharding cannot be undone; load the model again to use {spec.text!r}")
         with _owners_lock:

@@ -34,6 +34,12 @@ from avatarstream.runtime.policy import Residency
 DEFAULT_SLOTS = 2
 
 
+def has_blocks(network: nn.Module) -> bool:
+    """Whether ``network`` has what the streamed policy streams: a non-empty ``blocks`` ModuleList."""
+    blocks = getattr(network, "blocks", None)
+    return isinstance(blocks, nn.ModuleList) and len(blocks) > 0
+
+
 class Streamed(Residency):
     """Blocks of ``network.blocks`` streamed through ``slots`` preallocated device buffers."""
 
@@ -49,8 +55,8 @@ class Streamed(Residency):
 
     def __init__(self, module: Module, ops: DeviceOps, slots: int = DEFAULT_SLOTS) -> None:
         super().__init__(module, ops)
-        blocks = getattr(module.network, "blocks", None)
-        if not isinstance(blocks, nn.ModuleList) or len(blocks) == 0:
+        blocks = module.network.blocks if has_blocks(module.network) else None
+        if blocks is None:
             raise InputError(
                 f"module {module.name!r} cannot be streamed: it has no 'blocks' (an nn.ModuleList of transformer blocks); "
                 "use resident or offloaded for it"
