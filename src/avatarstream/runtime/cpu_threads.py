@@ -4,9 +4,9 @@ The package sets ``OMP_WAIT_POLICY=PASSIVE`` (unless the user set it) before
 torch loads OpenMP, in ``avatarstream/__init__.py``: with OpenMP's default,
 idle worker threads spin for milliseconds after every parallel operator, and
 a model of many small operators then spends the cores spinning. Next to one
-competing job on 2 cores a demo render slowed down from 1.24x to 0.19x real
+competing job on 2 cores a demo render slowed down from 1.07x to 0.18x real
 time that way; passive workers sleep at once and the same render keeps
-0.65x (docs/runtime.md, ``avatarstream bench --scenario contention``).
+0.56x of its 1.15x (docs/runtime.md, ``avatarstream bench --scenario contention``).
 """
 
 from __future__ import annotations
@@ -30,4 +30,4 @@ def set_threads(threads: int | None) -> None:
 def cpu_report() -> dict[str, object]:
     """What the report says about CPU threading (the figures depend on it)."""
     return {"threads": torch.get_num_threads(), "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}  # fmt: skip
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "gomp_spincount": os.environ.get("GOMP_SPINCOUNT")}  # fmt: skip
