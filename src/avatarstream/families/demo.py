@@ -44,6 +44,8 @@ from avatarstream.stages.text import TextEncodeStage
 SHIPPED_WEIGHTS = resources.files("avatarstream") / "assets" / "demo"
 #: Motion frames from the previous N-chunk that condition the next one.
 MOTION_FRAMES = 2
+#: The layout of a demo weights folder (config.json + one .safetensors per module); config.json names it.
+FORMAT_KEY, FORMAT_VERSION = "format_version", 1
 RANDOM_NOTE = (
     "note: this model has random weights (demo-tiny, or demo without trained weights): it renders grey noise, "
     "at the speed of the real thing; it is for benchmarks and tests. --model demo animates the bundled avatar"
@@ -94,7 +96,7 @@ class DemoFamily:
     def save(self, folder: str | Path) -> None:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2))
+        (folder / "config.json").write_text(json.dumps({FORMAT_KEY: FORMAT_VERSION, **self.config.to_dict()}, indent=2))
         for name, module in self.modules.items():
             module.save_weights(folder / f"{name}.safetensors")
 
@@ -160,6 +162,15 @@ def _read_config(folder: Path) -> DemoConfig:
     if not path.is_file():
         raise InputError(f"no config.json in weights folder {folder}; a weights folder holds config.json and one .safetensors per module")
     try:
-        return DemoConfig.from_dict(json.loads(path.read_text()))
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise ValueError("expected a JSON object")
+        version = data.pop(FORMAT_KEY, FORMAT_VERSION)  # folders written before the key existed are version 1
+        if version != FORMAT_VERSION:
+            raise InputError(
+                f"weights folder {folder} has format version {version!r}; this avatarstream reads version {FORMAT_VERSION}: "
+                "use the avatarstream release that wrote it, or retrain with `make train-demo`"
+            )
+        return DemoConfig.from_dict(data)
     except (ValueError, json.JSONDecodeError) as exc:
         raise InputError(f"invalid {path}: {exc}") from exc
