@@ -95,6 +95,8 @@ def create_app(settings: ServeSettings) -> FastAPI:
         summary="Live talking-avatar sessions and batch renders over HTTP and WebSocket.",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served by openapi.install from the package's own Swagger UI files (no CDN)
+        redoc_url=None,
     )
     app.state.server = context
     app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes)

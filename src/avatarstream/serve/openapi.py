@@ -1,10 +1,15 @@
-"""The OpenAPI schema, plus what OpenAPI cannot say itself: the audio WebSocket and its JSON messages."""
+"""The OpenAPI schema, plus what OpenAPI cannot say itself (the audio WebSocket and its JSON messages),
+and the browsable /docs page, served from the package's own Swagger UI files so it works offline."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from importlib import resources
+
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.openapi.utils import get_openapi
 
 from avatarstream.serve.ws_messages import CLIENT_MESSAGES, SERVER_EVENTS
@@ -18,8 +23,14 @@ WEBSOCKET = (
 )
 
 
+SWAGGER_UI = resources.files("avatarstream.serve") / "static" / "swagger-ui"
+#: The Swagger UI files /docs loads, by name (scripts/vendor_swagger_ui.sh refreshes them).
+SWAGGER_FILES = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css", "favicon-32x32.png": "image/png"}
+
+
 def install(app: FastAPI) -> None:
-    """Make ``app.openapi()`` carry the WebSocket's description and message schemas."""
+    """Make ``app.openapi()`` carry the WebSocket's description and message schemas, and serve /docs offline."""
+    _add_docs_page(app)
 
     def schema() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -33,3 +44,19 @@ def install(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = schema  # type: ignore[method-assign]
+
+
+def _add_docs_page(app: FastAPI) -> None:
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json", title=f"{app.title} API",
+            swagger_js_url="/docs-assets/swagger-ui-bundle.js", swagger_css_url="/docs-assets/swagger-ui.css",
+            swagger_favicon_url="/docs-assets/favicon-32x32.png",
+        )  # fmt: skip
+
+    @app.get("/docs-assets/{name}", include_in_schema=False)
+    async def docs_asset(name: str) -> Response:
+        if name not in SWAGGER_FILES:
+            return JSONResponse({"detail": "not found"}, status_code=404)
+        return Response((SWAGGER_UI / name).read_bytes(), media_type=SWAGGER_FILES[name], headers={"Cache-Control": "max-age=86400"})
