@@ -23,6 +23,13 @@ SETTINGS = EncoderSettings(width=320, height=240, fps=25, preset="ultrafast")
 HLSJS_SHA256 = "482cccb3a224554f64d8c2cf0d335dba4a3819bdb726afbfddfe15de4c277d82"  # hls.js 1.7.4 dist/hls.light.min.js
 
 
+AUDIO_PACKETS = """async () => {
+  let received = 0;
+  (await window.previewPeer.getStats()).forEach((r) => { if (r.type === "inbound-rtp" && r.kind === "audio") received = r.packetsReceived; });
+  return received;
+}"""
+
+
 def play(tmp_path: Path, mode: str, seconds: int = 6) -> dict:
     """Open the page first, then publish one second of video per second; return what the page measured."""
     preview = PreviewServer(tmp_path / "hls", port=0)
@@ -37,6 +44,7 @@ def play(tmp_path: Path, mode: str, seconds: int = 6) -> dict:
             time.sleep(1.0)
             times.append(page.evaluate("document.getElementById('video').currentTime"))
         stats = page.evaluate("({...window.previewStats, origin: performance.timeOrigin})")
+        stats["audioPackets"] = page.evaluate(AUDIO_PACKETS) if mode == "webrtc" else None
         shown = page.inner_text("#ttff"), page.inner_text("#fps")
     assert stats["error"] is None, stats["error"]
     assert stats["ttffMs"] is not None, f"{mode}: no frame was ever shown"
@@ -46,6 +54,7 @@ def play(tmp_path: Path, mode: str, seconds: int = 6) -> dict:
         "frames": stats["frames"],
         "times": times,
         "shown": shown,
+        "audio_packets": stats["audioPackets"],
     }
 
 
@@ -62,6 +71,7 @@ def test_webrtc_plays_in_chromium(tmp_path: Path) -> None:
     result = play(tmp_path, "webrtc")
     assert result["first_frame_after_s"] < 4.0, result
     assert result["frames"] >= 50, result  # the keyframe-aligned, passed-through H.264 decodes
+    assert result["audio_packets"] >= 100, result  # Opus at 50 packets a second
     assert result["fps"] >= 15, result
 
 
@@ -109,3 +119,70 @@ def test_vendored_hlsjs_is_the_pinned_release() -> None:
     assert hashlib.sha256(data).hexdigest() == HLSJS_SHA256
     assert b'"1.7.4"' in data
     assert (STATIC / "hls.js-LICENSE").is_file()
+
+
+def test_webrtc_carries_the_sound_in_sync_with_the_picture(tmp_path: Path) -> None:
+    """Black and silent for 2 s, then white with a tone: a viewer hears the tone when it sees the white."""
+    import asyncio
+    import json
+
+    import numpy as np
+
+    from avatarstream.publish.media import MediaChunk
+
+    fps, rate = 25, 48000
+    chunks = []
+    for second in range(6):
+        loud = second >= 2
+        frames = np.full((fps, 48, 64, 3), 230 if loud else 10, np.uint8)
+        t = np.arange(second * rate, (second + 1) * rate) / rate
+        audio = np.repeat((0.5 * np.sin(2 * np.pi * 440 * t) * loud).astype(np.float32)[None], 2, axis=0)
+        chunks.append(MediaChunk(second * fps, frames, audio))
+
+    async def watch(url: str, publish) -> tuple[float, float, int]:  # type: ignore[no-untyped-def]
+        from aiortc import RTCPeerConnection, RTCRtpReceiver, RTCSessionDescription
+
+        pc = RTCPeerConnection()
+        tracks: dict[str, object] = {}
+        pc.on("track", lambda track: tracks.setdefault(track.kind, track))
+        video = pc.addTransceiver("video", direction="recvonly")
+        video.setCodecPreferences([c for c in RTCRtpReceiver.getCapabilities("video").codecs if c.mimeType == "video/H264"])
+        pc.addTransceiver("audio", direction="recvonly")
+        await pc.setLocalDescription(await pc.createOffer())
+        offer = json.dumps({"sdp": pc.localDescription.sdp, "type": pc.localDescription.type}).encode()
+        request = urllib.request.Request(url + "offer", data=offer, headers={"Content-Type": "application/json"})
+        answer = await asyncio.to_thread(lambda: json.loads(urllib.request.urlopen(request, timeout=20).read()))
+        await pc.setRemoteDescription(RTCSessionDescription(**answer))
+        publishing = asyncio.create_task(asyncio.to_thread(publish))
+
+        async def first(kind: str, is_on) -> float:  # type: ignore[no-untyped-def]
+            while kind not in tracks:
+                await asyncio.sleep(0.01)
+            while True:
+                frame = await tracks[kind].recv()  # type: ignore[attr-defined]
+                if is_on(frame):
+                    return time.monotonic()
+
+        sound_rates: list[int] = []
+
+        def loud(frame) -> bool:  # type: ignore[no-untyped-def]
+            sound_rates.append(frame.sample_rate)
+            return float(np.abs(frame.to_ndarray().astype(np.float32)).mean()) > 1000
+
+        seen, heard = await asyncio.wait_for(asyncio.gather(first("video", lambda f: f.to_ndarray(format="gray").mean() > 128), first("audio", loud)), 30)
+        await publishing
+        await pc.close()
+        return seen, heard, sound_rates[0]
+
+    preview = PreviewServer(tmp_path / "hls", port=0)
+    publisher = Publisher(SETTINGS, [HlsSink(tmp_path / "hls"), preview])
+    with publisher:
+        def publish() -> None:  # one second of media per second, as a live session publishes
+            for chunk in chunks:
+                publisher.submit(MediaChunk(chunk.first_frame, np.ascontiguousarray(np.resize(chunk.frames, (fps, SETTINGS.height, SETTINGS.width, 3))), chunk.audio))
+                time.sleep(1.0)
+
+        seen, heard, sound_rate = asyncio.run(watch(preview.url, publish))
+    print(f"\nwebrtc: tone heard {heard - seen:+.3f} s after the white picture")
+    assert sound_rate == 48000
+    assert abs(heard - seen) < 0.25, f"the tone arrived {heard - seen:+.3f} s after the white picture"

@@ -31,8 +31,16 @@ async def _webrtc(base: str, size: tuple[int, int]) -> None:
         sid = (await client.post("/sessions", data={"outputs": '{"hls": false, "webrtc": true}'})).json()["id"]
         pc = RTCPeerConnection()
         received: asyncio.Future = asyncio.get_running_loop().create_future()
-        pc.on("track", lambda track: received.done() or received.set_result(track))
+        sound: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        def on_track(track) -> None:  # type: ignore[no-untyped-def]
+            future = sound if track.kind == "audio" else received
+            if not future.done():
+                future.set_result(track)
+
+        pc.on("track", on_track)
         transceiver = pc.addTransceiver("video", direction="recvonly")
+        pc.addTransceiver("audio", direction="recvonly")
         transceiver.setCodecPreferences([c for c in RTCRtpReceiver.getCapabilities("video").codecs if c.mimeType == "video/H264"])
         await pc.setLocalDescription(await pc.createOffer())
         answer = await client.post(f"/sessions/{sid}/webrtc", json={"sdp": pc.localDescription.sdp, "type": pc.localDescription.type})
@@ -41,6 +49,8 @@ async def _webrtc(base: str, size: tuple[int, int]) -> None:
         track = await asyncio.wait_for(received, 10)
         frame = await asyncio.wait_for(track.recv(), 20)
         assert (frame.width, frame.height) == size
+        audio = await asyncio.wait_for((await asyncio.wait_for(sound, 10)).recv(), 20)
+        assert audio.sample_rate == 48000  # the session's AAC, decoded and sent as Opus
         await pc.close()
         no_webrtc = (await client.post("/sessions", data={"identity": "demo"})).json()["id"]
         refused = await client.post(f"/sessions/{no_webrtc}/webrtc", json={"sdp": "x", "type": "offer"})

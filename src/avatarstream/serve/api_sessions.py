@@ -164,7 +164,7 @@ async def hls_file(sid: str, name: str, server: Server) -> Response:
     return Response(body, media_type=HLS_TYPES[name[name.rindex(".") :]], headers={"Cache-Control": "no-store"})
 
 
-@router.post("/{sid}/webrtc", responses=ERRORS, summary="WebRTC offer -> answer (video only)")
+@router.post("/{sid}/webrtc", responses=ERRORS, summary="WebRTC offer -> answer (H.264 video; Opus audio when the offer asks for it)")
 async def webrtc_offer(sid: str, offer: Offer, server: Server) -> dict[str, str]:
     session = server.manager.get(sid, "live")
     if session.outputs.webrtc is None:

@@ -22,7 +22,7 @@ class Outputs(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     hls: bool = Field(True, description="live HLS at /sessions/{id}/hls/index.m3u8 (the preview page plays it)")
-    webrtc: bool = Field(False, description="WebRTC video (H.264, no audio) negotiated at POST /sessions/{id}/webrtc")
+    webrtc: bool = Field(False, description="WebRTC: the H.264 video passed through and the sound as Opus, negotiated at POST /sessions/{id}/webrtc")
     file: bool = Field(
         False,
         description="an MP4 of the whole session, downloadable at /sessions/{id}/video.mp4 after close (404 without it); batch jobs always write one",

@@ -1,12 +1,13 @@
-"""WebRTC preview through aiortc, passing the encoder's H.264 through without re-encoding.
+"""WebRTC preview through aiortc: the encoder's H.264 passed through, the sound as Opus.
 
 aiortc's RTCRtpSender packetizes whatever a track's ``recv`` returns: a decoded
 frame is encoded first, but an ``av.Packet`` is only split into RTP payloads
-(``H264Encoder.pack``). So each viewer gets a track that returns the already
-encoded access units, converted to Annex B with SPS/PPS in front of every
-keyframe so that a viewer can join at any GOP. Audio is not sent: WebRTC has
-no AAC, and carrying it would mean re-encoding to Opus; the HLS preview plays
-the sound.
+(``H264Encoder.pack``). So each viewer gets a video track that returns the
+already encoded access units, converted to Annex B with SPS/PPS in front of
+every keyframe so that a viewer can join at any GOP. WebRTC has no AAC: when
+a viewer asks for audio, the AAC packets are decoded (once, for all viewers)
+and aiortc encodes them to Opus. A viewer's two tracks pace their media
+against one clock, so sound and picture stay in sync.
 """
 
 from __future__ import annotations
@@ -26,8 +27,23 @@ from avatarstream.publish.packets import EncodedPacket, StreamInfo
 
 log = logging.getLogger(__name__)
 
-VIEWER_QUEUE = 64  # access units buffered per viewer before it skips to the next keyframe
+VIEWER_QUEUE = 64  # access units (or audio frames) buffered per viewer track before it drops
 ANSWER_TIMEOUT_S = 15.0
+OPUS_RATE = 48000  # what aiortc's Opus encoder takes: s16 stereo at 48 kHz
+
+
+class MediaClock:
+    """One viewer's mapping of media time to wall time, shared by its tracks (batch runs encode faster than real time)."""
+
+    def __init__(self) -> None:
+        self._anchor: tuple[float, float] | None = None  # (wall time, media time) of the first item sent
+
+    async def wait_for(self, media_s: float) -> None:
+        if self._anchor is None:
+            self._anchor = (time.monotonic(), media_s)
+        ahead = self._anchor[0] + (media_s - self._anchor[1]) - time.monotonic()
+        if ahead > 0:
+            await asyncio.sleep(ahead)
 
 
 class PassthroughTrack(MediaStreamTrack):
@@ -35,11 +51,11 @@ class PassthroughTrack(MediaStreamTrack):
 
     kind = "video"
 
-    def __init__(self) -> None:
+    def __init__(self, clock: MediaClock | None = None) -> None:
         super().__init__()
         self._queue: asyncio.Queue[av.Packet] = asyncio.Queue(maxsize=VIEWER_QUEUE)
         self._waiting_for_keyframe = True
-        self._clock: tuple[float, float] | None = None  # (wall time, media time) of the first packet sent
+        self._clock = clock or MediaClock()
         self.dropped = 0
 
     def offer(self, data: bytes, pts: int, time_base: Fraction, keyframe: bool) -> None:
@@ -59,13 +75,31 @@ class PassthroughTrack(MediaStreamTrack):
 
     async def recv(self) -> av.Packet:  # type: ignore[override]
         packet = await self._queue.get()
-        media_s = float(packet.pts * packet.time_base)
-        if self._clock is None:
-            self._clock = (time.monotonic(), media_s)
-        ahead = self._clock[0] + (media_s - self._clock[1]) - time.monotonic()
-        if ahead > 0:  # batch runs encode faster than real time; a viewer sees real time
-            await asyncio.sleep(ahead)
+        await self._clock.wait_for(float(packet.pts * packet.time_base))
         return packet
+
+
+class SoundTrack(MediaStreamTrack):
+    """An audio track whose ``recv`` returns decoded s16 stereo 48 kHz frames (aiortc encodes them to Opus)."""
+
+    kind = "audio"
+
+    def __init__(self, clock: MediaClock) -> None:
+        super().__init__()
+        self._queue: asyncio.Queue[av.AudioFrame] = asyncio.Queue(maxsize=VIEWER_QUEUE)
+        self._clock = clock
+        self.dropped = 0
+
+    def offer(self, frame: av.AudioFrame) -> None:
+        try:
+            self._queue.put_nowait(frame)
+        except asyncio.QueueFull:
+            self.dropped += 1
+
+    async def recv(self) -> av.AudioFrame:  # type: ignore[override]
+        frame = await self._queue.get()
+        await self._clock.wait_for(float(frame.pts * frame.time_base))
+        return frame
 
 
 class WebRtcRelay:
@@ -77,20 +111,40 @@ class WebRtcRelay:
         self._thread.start()
         self._peers: set[RTCPeerConnection] = set()
         self._tracks: set[PassthroughTrack] = set()
+        self._sound_tracks: set[SoundTrack] = set()
         self._parameter_sets: list[bytes] = []
         self._time_base = Fraction(1, 25)
+        self._info: StreamInfo | None = None
+        self._sound: _SoundDecoder | None = None
 
     def set_stream(self, info: StreamInfo) -> None:
         self._parameter_sets = parameter_sets(info.video_extradata)
         self._time_base = Fraction(1, info.fps)
+        self._info, self._sound = info, None
 
     def push(self, packet: EncodedPacket) -> None:
-        """Hand one packet to every viewer (called from the sink's thread); audio is skipped."""
-        if packet.kind != "video" or not self._tracks:
+        """Hand one packet to every viewer (called from the sink's thread); audio only to viewers that asked for it."""
+        if packet.kind == "audio":
+            self._push_sound(packet)
+            return
+        if not self._tracks:
             return
         prefix = self._parameter_sets if packet.keyframe else ()
         data = annexb_from_avcc(packet.data, prefix)
         self._loop.call_soon_threadsafe(self._offer_all, data, packet.pts, packet.time_base, packet.keyframe)
+
+    def _push_sound(self, packet: EncodedPacket) -> None:
+        if not self._sound_tracks or self._info is None:
+            self._sound = None  # a later viewer starts a fresh decoder
+            return
+        if self._sound is None:
+            self._sound = _SoundDecoder(self._info)
+        for frame in self._sound.decode(packet):
+            self._loop.call_soon_threadsafe(self._offer_sound, frame)
+
+    def _offer_sound(self, frame: av.AudioFrame) -> None:
+        for track in self._sound_tracks:
+            track.offer(frame)
 
     def answer(self, sdp: str, kind: str) -> RTCSessionDescription:
         """Answer a browser's offer (called from an HTTP thread); blocks until ICE gathering is done."""
@@ -115,26 +169,34 @@ class WebRtcRelay:
 
     async def _answer(self, offer: RTCSessionDescription) -> RTCSessionDescription:
         pc = RTCPeerConnection()
-        track = PassthroughTrack()
+        clock = MediaClock()
+        track = PassthroughTrack(clock)
+        sound = SoundTrack(clock) if _offers(offer.sdp, "audio") else None
         self._peers.add(pc)
 
         @pc.on("connectionstatechange")
         async def _state() -> None:
             if pc.connectionState in ("failed", "closed"):
-                await self._hang_up(pc, track)
+                await self._hang_up(pc, track, sound)
 
-        await pc.setRemoteDescription(offer)  # the page offers one receive-only video transceiver
+        await pc.setRemoteDescription(offer)  # the page offers receive-only video (and audio) transceivers
         pc.addTrack(track)
+        if sound is not None:
+            pc.addTrack(sound)
         answer = await pc.createAnswer()
         if _chosen_codec(answer.sdp) != "video/H264":
-            await self._hang_up(pc, track)
+            await self._hang_up(pc, track, sound)
             raise ValueError("the offer must put H.264 first (setCodecPreferences); the stream is not re-encoded")
         await pc.setLocalDescription(answer)
         self._tracks.add(track)
+        if sound is not None:
+            self._sound_tracks.add(sound)
         return pc.localDescription
 
-    async def _hang_up(self, pc: RTCPeerConnection, track: PassthroughTrack) -> None:
+    async def _hang_up(self, pc: RTCPeerConnection, track: PassthroughTrack, sound: SoundTrack | None) -> None:
         self._tracks.discard(track)
+        if sound is not None:
+            self._sound_tracks.discard(sound)
         self._peers.discard(pc)
         await pc.close()
 
@@ -143,6 +205,32 @@ class WebRtcRelay:
             await pc.close()
         self._peers.clear()
         self._tracks.clear()
+        self._sound_tracks.clear()
+
+
+class _SoundDecoder:
+    """AAC packets -> s16 stereo 48 kHz frames with media timestamps, for aiortc's Opus encoder."""
+
+    def __init__(self, info: StreamInfo) -> None:
+        self._codec = av.CodecContext.create("aac", "r")
+        self._codec.extradata = info.audio_extradata
+        self._codec.sample_rate = info.audio_rate
+        self._codec.layout = "stereo" if info.audio_channels == 2 else "mono"
+        self._resampler = av.AudioResampler(format="s16", layout="stereo", rate=OPUS_RATE)
+
+    def decode(self, packet: EncodedPacket) -> list[av.AudioFrame]:
+        raw = av.Packet(packet.data)
+        raw.pts = raw.dts = packet.pts
+        raw.time_base = packet.time_base
+        frames = []
+        for decoded in self._codec.decode(raw):
+            decoded.pts, decoded.time_base = packet.pts, packet.time_base
+            frames += self._resampler.resample(decoded)
+        return frames
+
+
+def _offers(sdp: str, kind: str) -> bool:
+    return any(media.kind == kind for media in SessionDescription.parse(sdp).media)
 
 
 def _chosen_codec(sdp: str) -> str | None:

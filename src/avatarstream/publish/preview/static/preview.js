@@ -70,7 +70,14 @@ async function playWebRtc() {
   const h264 = RTCRtpReceiver.getCapabilities("video").codecs.filter((c) => c.mimeType === "video/H264");
   if (!h264.length) return fail("this browser has no H.264 for WebRTC; use ?mode=hls");
   pc.addTransceiver("video", { direction: "recvonly" }).setCodecPreferences(h264);
-  pc.ontrack = (event) => { video.srcObject = new MediaStream([event.track]); video.play().catch(() => {}); };
+  pc.addTransceiver("audio", { direction: "recvonly" });  // the server decodes its AAC and sends Opus
+  window.previewPeer = pc;
+  const stream = new MediaStream();
+  pc.ontrack = (event) => {
+    stream.addTrack(event.track);
+    if (video.srcObject !== stream) video.srcObject = stream;
+    video.play().catch(() => {});
+  };
   pc.onconnectionstatechange = () => show("status", `WebRTC ${pc.connectionState}`);
   await pc.setLocalDescription(await pc.createOffer());
   await new Promise((resolve) => {  // send one complete offer: the server does not trickle
