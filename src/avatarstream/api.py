@@ -101,11 +101,14 @@ def render(
         raise InputError(f"--seed must be 0 or more, got {seed}")
     set_threads(threads)
     outputs = out if isinstance(out, Outputs) else Outputs(file=out)
-    opened = open_audio_file(audio if audio is not None else DEFAULT_SPEECH) if audio is None or isinstance(audio, (str, os.PathLike)) else None
+    if audio is None:
+        audio = DEFAULT_SPEECH
+    opened = open_audio_file(audio) if isinstance(audio, (str, os.PathLike)) else None  # a file is ours to close
+    source = opened if opened is not None else audio
     try:
         rank, run_device = init_rank(resolve_device(str(device)))
         try:
-            return _render(opened or audio, reference, outputs, rank, run_device, avatar=avatar, prompt=prompt, model=model, weights=weights,  # type: ignore[arg-type]
+            return _render(source, reference, outputs, rank, run_device, avatar=avatar, prompt=prompt, model=model, weights=weights,  # type: ignore[arg-type]
                            folders=folders, dtype=dtype, options=options or GenerationOptions(), residency=residency, overlap=overlap, seed=seed,
                            preset=preset, report=report, trace=trace, progress=progress)  # fmt: skip
         finally:

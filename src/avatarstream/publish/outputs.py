@@ -6,6 +6,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from avatarstream.errors import InputError
 from avatarstream.publish.encoders import BACKENDS
@@ -13,6 +14,9 @@ from avatarstream.publish.publisher import Publisher
 from avatarstream.publish.settings import EncoderSettings
 from avatarstream.publish.sink import Sink
 from avatarstream.publish.sinks import HlsSink, Mp4FileSink, RtmpSink
+
+if TYPE_CHECKING:
+    from avatarstream.publish.preview import PreviewServer  # aiortc is loaded only for a preview
 
 DEFAULT_PREVIEW = "127.0.0.1:8765"
 PREVIEW_ONLY_WINDOW = 10  # segments kept when HLS is written only for the preview page
@@ -51,7 +55,7 @@ class Outputs:
         _check_encoder(self.encoder)
         preview = host_port(self.preview) if self.preview else None
         sinks: list[Sink] = []
-        server: Sink | None = None
+        server: PreviewServer | None = None
         try:
             if self.file:
                 sinks.append(Mp4FileSink(Path(self.file), fragmented=self.fragmented))
@@ -77,7 +81,7 @@ class Outputs:
             return Publisher(settings, sinks, encoder=self.encoder)
         except BaseException:
             if server is not None:  # already listening
-                server.stop()  # type: ignore[attr-defined]
+                server.stop()
             raise
 
     def _kvs_sink(self) -> Sink:
