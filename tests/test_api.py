@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import av
 import httpx
 import numpy as np
 import pytest
+from publish.publish_needs import free_port
 
 import avatarstream
 from avatarstream import GenerationOptions, Outputs, load_family
@@ -81,14 +81,9 @@ def test_a_source_that_fails_leaves_a_playable_file(tmp_path: Path) -> None:
     assert 0 < len(frames(tmp_path / "a.mp4")) <= 50
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def test_kept_preview_serves_the_finished_stream_until_stopped(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     result = avatarstream.render(blocks(1.0), out=Outputs(preview=f"127.0.0.1:{port}", keep_preview=True), **FAST)
     assert result.preview is not None and result.preview.url == f"http://127.0.0.1:{port}/"
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -11,19 +10,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from publish.publish_needs import free_port
 from sources.sine_files import write_sine
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _render(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
     audio = tmp_path / "a.wav"
     write_sine(audio, "pcm_s16le", 16000, 1, 1.0)
-    url = f"http://127.0.0.1:{_free_port()}/"
+    url = f"http://127.0.0.1:{free_port()}/"
     command = [sys.executable, "-m", "avatarstream.cli.main", "render", "--model", "demo-tiny", "--threads", "1", "--no-progress", "--audio", str(audio),
                "--out", "-", "--preview", url.removeprefix("http://").rstrip("/"), *extra]  # fmt: skip
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), url
