@@ -17,7 +17,7 @@ from avatarstream.serve.problems import Conflict, NotFound
 from avatarstream.serve.schemas import AudioQueued, Interrupted, Outputs, Problem, SessionInfo
 from avatarstream.serve.session import Mode, Session
 from avatarstream.serve.audio_input import ClipSegment
-from avatarstream.serve.uploads import check_audio_type, open_upload_audio, reference_image, save_body, save_upload
+from avatarstream.serve.uploads import AUDIO_TYPES, check_audio_type, open_upload_audio, reference_image, save_body, save_upload
 
 router = APIRouter(prefix="/sessions", tags=["live sessions"], dependencies=[Depends(authorized)])
 HLS_NAME = re.compile(r"index\.m3u8|init\.mp4|seg\d{5}\.m4s")
@@ -25,7 +25,6 @@ HLS_TYPES = {".m3u8": "application/vnd.apple.mpegurl", ".mp4": "video/mp4", ".m4
 ERRORS = {code: {"model": Problem} for code in (401, 404, 413, 415, 422, 503)}
 IDENTITY_HELP = "demo: the model's default avatar (the one `avatarstream render` uses), when neither reference nor avatar is given"
 AVATAR_HELP = "procedural identity SEED, as `render --avatar SEED` (what the demo weights were trained on)"
-AUDIO_TYPES = ("audio/wav", "audio/mpeg", "audio/flac", "audio/ogg")
 
 
 class Offer(BaseModel):

@@ -22,14 +22,14 @@ from avatarstream.sources.audio_file import AudioFileSource, open_audio_file
 IDENTITIES = ("demo",)
 #: The family's reference maker: (image path or None for its default, procedural seed or None) -> uint8 RGB.
 ReferenceMaker = Callable[[Path | None, int | None], np.ndarray]
-AUDIO_TYPES = "audio/wav, audio/mpeg, audio/flac or audio/ogg"
+AUDIO_TYPES = ("audio/wav", "audio/mpeg", "audio/flac", "audio/ogg")  # what the schema names; any audio/* is taken
 
 
 def check_audio_type(content_type: str | None) -> None:
     """Audio uploads say they are audio (or opaque bytes); anything else is refused before decoding."""
     base = (content_type or "").split(";")[0].strip().lower()
     if not (base.startswith("audio/") or base in ("application/octet-stream", "video/ogg")):
-        raise UnsupportedType(f"expected an audio file (Content-Type {AUDIO_TYPES}), got {content_type or 'no Content-Type'}")
+        raise UnsupportedType(f"expected an audio file (Content-Type {', '.join(AUDIO_TYPES[:-1])} or {AUDIO_TYPES[-1]}), got {content_type or 'no Content-Type'}")
 
 
 def check_image_type(content_type: str | None) -> None:
