@@ -8,7 +8,7 @@
 import os as _os
 
 # Before anything imports torch (and with it OpenMP): idle OpenMP workers sleep instead of
-# spinning, which made renders ~6x slower next to any other job (runtime/cpu_threads.py).
+# spinning, which made renders ~8x slower next to any other job (runtime/cpu_threads.py).
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _PUBLIC = {

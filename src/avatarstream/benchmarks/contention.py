@@ -23,7 +23,8 @@ from avatarstream.benchmarks.audio import bundled_speech, looped_array
 
 #: name -> (extra environment, extra render options)
 VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
-    "default": ({}, []),  # what a user gets: idle OpenMP workers sleep, one thread per core
+    "default": ({}, []),  # what a user gets: idle OpenMP workers sleep at once (OMP_WAIT_POLICY=PASSIVE); one thread per core
+    "short-spin": ({"GOMP_SPINCOUNT": "3000"}, []),  # workers spin ~30 us before sleeping: faster alone, slower next to a job
     "spinning": ({"GOMP_SPINCOUNT": "300000"}, []),  # OpenMP's own default (spin ~3 ms before sleeping): the behaviour before the fix
     "threads=1": ({}, ["--threads", "1"]),
 }
