@@ -162,7 +162,7 @@ def _render(
     if tracer is not None:
         observers.append(tracer)
     publisher = outputs.open(settings)
-    kept = [s for s in publisher.sinks if getattr(s, "keep_serving", False)]
+    kept = next((s for s in publisher.sinks if getattr(s, "keep_serving", False)), None)  # the preview, when it outlives the render
     duration = getattr(audio, "duration_s", None)
     try:
         with publisher, tqdm(total=round(duration * family.fps) if duration else None, unit="frame", disable=not progress, desc="render") as bar:
@@ -170,8 +170,8 @@ def _render(
                 publisher.submit(media)
                 bar.update(media.num_frames)
     except BaseException:
-        for server in kept:  # nobody holds it to stop it later
-            server.stop()  # type: ignore[attr-defined]
+        if kept is not None:  # nobody holds it to stop it later
+            kept.stop()  # type: ignore[attr-defined]
         raise
     finally:
         if tracer is not None:
@@ -183,4 +183,4 @@ def _render(
             if not sink_report.complete:
                 print(f"warning: output {sink_report.name} did not deliver everything: {sink_report.packets_dropped} packets dropped; "
                       f"{'; '.join(sink_report.errors[-3:])}", file=sys.stderr)  # fmt: skip
-    return RenderResult(summary, publisher.reports, kept[0] if kept else None)  # type: ignore[arg-type]
+    return RenderResult(summary, publisher.reports, kept)  # type: ignore[arg-type]

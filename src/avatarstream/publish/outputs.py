@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,11 +45,10 @@ class Outputs:
     kvs_endpoint: str | None = None
     encoder: str = "pyav"
 
-    def open(self, settings: EncoderSettings, extra_sinks: Sequence[Sink] = ()) -> Publisher:
+    def open(self, settings: EncoderSettings) -> Publisher:
         """Build the sinks (checked before any frame exists) and a publisher over them.
 
-        ``extra_sinks`` are outputs built elsewhere. Raises InputError for bad
-        values and PublishError for outputs that cannot be written.
+        Raises InputError for bad values and PublishError for outputs that cannot be written.
         """
         _check_encoder(self.encoder)
         preview = host_port(self.preview) if self.preview else None
@@ -75,7 +73,6 @@ class Outputs:
                 sinks.append(server)
             if self.kvs or self.kvs_stream_arn:
                 sinks.append(self._kvs_sink())
-            sinks += extra_sinks
             if not sinks:
                 raise InputError("no output: give an MP4 file (--out), an HLS folder (--hls), an RTMP URL (--rtmp), a Kinesis stream (--kvs) or --preview")
             return Publisher(settings, sinks, encoder=self.encoder)
