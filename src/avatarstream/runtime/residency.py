@@ -93,8 +93,9 @@ class Runtime:
         with self._lock:
             found = self._residencies.get(module.name)
             if found is None:
-                self._take_over(module)
-                found = self._spec(module).build(module, self.ops)
+                spec = self._spec(module)
+                self._take_over(module, spec)
+                found = spec.build(module, self.ops)
                 self._residencies[module.name] = found
                 self._hooks[module.name] = self._watch(module.network)
             return found
@@ -108,8 +109,7 @@ class Runtime:
             return PolicySpec.parse("resident", module.name)
         return self._default
 
-    def _take_over(self, module: Module) -> None:
-        spec = self._spec(module)
+    def _take_over(self, module: Module, spec: PolicySpec) -> None:
         if is_sharded(module.network) and not spec.policy.sequential_only:
             raise InputError(f"module {module.name!r} was sharded by an earlier pipeline and sharding cannot be undone; load the model again to use {spec.text!r}")
         with _owners_lock:
