@@ -6,7 +6,7 @@ PIP := $(BIN)/pip install --quiet -c requirements/lock.txt
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.test-deps
 
-.PHONY: demo test install clean train-demo eval
+.PHONY: demo test lint install clean train-demo eval
 
 # torch is installed first, pinned. Where pip finds torch 2.13.0's CPU wheel on local disk (this project's
 # development machines) that is what it takes; from PyPI, Linux x86_64 gets the CUDA build (~3 GB), which also
@@ -36,6 +36,12 @@ demo: $(STAMP)
 test: $(TEST_STAMP)
 	$(BIN)/pytest -q
 
+# ruff (lint + format check) and mypy (strict for pipeline/, runtime/, publish/); settings in pyproject.toml
+lint: $(STAMP)
+	$(BIN)/ruff check src tests scripts
+	$(BIN)/ruff format --check src tests scripts
+	$(BIN)/mypy
+
 # retrain the shipped demo weights (about an hour on 2 CPU cores; CUDA when present)
 train-demo: $(TEST_STAMP)
 	nice -n 10 $(BIN)/python -m avatarstream.training --out src/avatarstream/assets/demo --work out/train-demo
@@ -44,4 +50,4 @@ eval: $(TEST_STAMP)
 	$(BIN)/avatarstream eval --threads 1 --out out/eval
 
 clean:
-	rm -rf $(VENV) out .pytest_cache
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -54,11 +54,10 @@ class Chains:
         """One N-chunk window [B, C, WINDOW, h, w] after `motion` [B, C, 2, h, w]."""
         b, c, _, h, w = motion.shape
         noise = torch.randn(b, c, WINDOW, h, w)
-        return sample_window(self.dit, self.sampler, noise, motion, list(range(MOTION_FRAMES)),
-                             self.audio_encoder(audio), self.text, self.reference)
+        return sample_window(self.dit, self.sampler, noise, motion, list(range(MOTION_FRAMES)), self.audio_encoder(audio), self.text, self.reference)
 
     def truth(self, start: int) -> torch.Tensor:
-        return torch.stack([self.data.base[c][:, start:start + WINDOW].float() for c in self.clips])
+        return torch.stack([self.data.base[c][:, start : start + WINDOW].float() for c in self.clips])
 
 
 def change(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -76,20 +75,21 @@ def seams(chains: Chains, chunks: int = 6, first: int = 20) -> None:
                 again = chains.chunk(motion, audio)
                 print(f"two samples of one chunk differ by {change(latents[:, :, MOTION_FRAMES:], again[:, :, MOTION_FRAMES:]):.3f}")
             jumps.append(change(latents[:, :, MOTION_FRAMES], latents[:, :, MOTION_FRAMES - 1]))
-            within.append(change(latents[:, :, MOTION_FRAMES + 1:], latents[:, :, MOTION_FRAMES:-1]))
+            within.append(change(latents[:, :, MOTION_FRAMES + 1 :], latents[:, :, MOTION_FRAMES:-1]))
             truth_within.append(change(truth[:, :, 1:], truth[:, :, :-1]))
             error.append(change(latents[:, :, MOTION_FRAMES:], truth[:, :, MOTION_FRAMES:]))
             start += GENERATED
             motion = chains.truth(start)[:, :, :MOTION_FRAMES] if mode == "gt" else latents[:, :, -MOTION_FRAMES:]
-        mean = lambda values: sum(values) / len(values)  # noqa: E731
-        print(f"{mode:4s} seam jump {mean(jumps):.3f}, within chunk {mean(within):.3f}, clips {mean(truth_within):.3f};"
-              f" error against the clip per chunk: {' '.join(f'{e:.3f}' for e in error)}")
+        mean = lambda values: sum(values) / len(values)
+        print(
+            f"{mode:4s} seam jump {mean(jumps):.3f}, within chunk {mean(within):.3f}, clips {mean(truth_within):.3f};"
+            f" error against the clip per chunk: {' '.join(f'{e:.3f}' for e in error)}"
+        )
 
 
 def drift(chains: Chains, chunks: int) -> None:
     reference = chains.reference_base[:, :, None]
-    truth_distance = sum(change(chains.data.base[c].float(), chains.data.reference_base[c].float()[:, None])
-                         for c in chains.clips) / len(chains.clips)
+    truth_distance = sum(change(chains.data.base[c].float(), chains.data.reference_base[c].float()[:, None]) for c in chains.clips) / len(chains.clips)
     distances, start = [], -MOTION_FRAMES
     motion = reference.expand(-1, -1, MOTION_FRAMES, -1, -1)
     spf = chains.family.config.samples_per_frame
@@ -100,7 +100,7 @@ def drift(chains: Chains, chunks: int) -> None:
         latents = chains.chunk(motion, audio)
         distances.append(change(latents[:, :, MOTION_FRAMES:], reference))
         motion, start = latents[:, :, -MOTION_FRAMES:], start + GENERATED
-    per_ten = [sum(distances[i:i + 10]) / len(distances[i:i + 10]) for i in range(0, chunks, 10)]
+    per_ten = [sum(distances[i : i + 10]) / len(distances[i : i + 10]) for i in range(0, chunks, 10)]
     print(f"|latent - reference|: clips {truth_distance:.3f}; chain per 10 chunks: {' '.join(f'{d:.3f}' for d in per_ten)}")
 
 
@@ -108,8 +108,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("diagnostic", choices=("seams", "drift"))
     parser.add_argument("weights", type=Path, help="a weights folder written by the training recipe")
-    parser.add_argument("--latents", type=Path, default=Path("out/train-demo/latents.safetensors"),
-                        help="the latents cached by the training recipe (WORK/latents.safetensors)")
+    parser.add_argument(
+        "--latents", type=Path, default=Path("out/train-demo/latents.safetensors"), help="the latents cached by the training recipe (WORK/latents.safetensors)"
+    )
     parser.add_argument("--chunks", type=int, default=120, help="chunks of the drift chain (120 = about a minute)")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()

@@ -9,12 +9,12 @@ import av
 import httpx
 import numpy as np
 import pytest
-from publish.publish_needs import free_port
 
 import avatarstream
 from avatarstream import GenerationOptions, Outputs, load_family
 from avatarstream.errors import InputError
 from avatarstream.sources.pcm import PcmBlock
+from publish.publish_needs import free_port
 
 FAST = {"model": "demo-tiny", "options": GenerationOptions(chunk_frames=6, interp_frames=2), "threads": 1, "preset": "ultrafast"}
 RATE = 16000
@@ -52,7 +52,7 @@ def test_outputs_and_a_loaded_family_rendered_twice(tmp_path: Path) -> None:
     family = load_family("demo-tiny")
     options = {k: v for k, v in FAST.items() if k != "model"}
     first = avatarstream.render(blocks(1.0), out=Outputs(file=tmp_path / "a.mp4", hls=tmp_path / "hls"), model=family, **options)
-    again = avatarstream.render(blocks(1.0), out=tmp_path / "b.mp4", model=family, **options)
+    avatarstream.render(blocks(1.0), out=tmp_path / "b.mp4", model=family, **options)
     assert [r.name for r in first.outputs][1].startswith("hls") and (tmp_path / "hls" / "index.m3u8").is_file()
     assert np.array_equal(frames(tmp_path / "a.mp4"), frames(tmp_path / "b.mp4")), "same family, audio and seed: the same video"
     with pytest.raises(InputError, match="pass them to load_family"):
@@ -79,7 +79,6 @@ def test_a_source_that_fails_leaves_a_playable_file(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="microphone went away"):
         avatarstream.render(blocks(5.0, fail_after_s=2.0), out=tmp_path / "a.mp4", **FAST)
     assert 0 < len(frames(tmp_path / "a.mp4")) <= 50
-
 
 
 def test_kept_preview_serves_the_finished_stream_until_stopped(tmp_path: Path) -> None:

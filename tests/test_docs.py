@@ -15,11 +15,13 @@ from avatarstream.cli.main import build_parser
 
 ROOT = Path(__file__).parents[1]
 PAGES = [ROOT / "README.md", ROOT / "MODEL.md", *sorted((ROOT / "docs").rglob("*.md"))]
-BLOCK = re.compile(r"(<!-- not run by the tests: (?P<why>[^>]+) -->\n)?```(?P<lang>\w+)\n(?P<code>.*?)```", re.S)
+BLOCK = re.compile(r"(<!-- not run by the tests: (?P<why>[^>]+) -->\n)?```(?P<lang>\w+)\n(?P<code>.*?)```", re.DOTALL)
 
 
 def _blocks(lang: str) -> list[tuple[str, str, str | None]]:
-    return [(f"{page.relative_to(ROOT)}#{i}", m["code"], m["why"]) for page in PAGES for i, m in enumerate(BLOCK.finditer(page.read_text())) if m["lang"] == lang]
+    return [
+        (f"{page.relative_to(ROOT)}#{i}", m["code"], m["why"]) for page in PAGES for i, m in enumerate(BLOCK.finditer(page.read_text())) if m["lang"] == lang
+    ]
 
 
 PYTHON = _blocks("python")
@@ -34,7 +36,9 @@ def test_python_block_runs(where: str, code: str, skipped_because: str | None, t
     if skipped_because is not None:
         pytest.skip(skipped_because)
     (tmp_path / "src").symlink_to(ROOT / "src")  # the examples use repository paths; what they write lands in tmp_path
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, check=False, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )
     assert result.returncode == 0, f"{where} failed:\n{result.stderr[-3000:]}"
 
 

@@ -18,7 +18,7 @@ _PUBLIC = {
     "GenerationOptions": "avatarstream.families.options",
     "Outputs": "avatarstream.publish.outputs",
 }
-__all__ = sorted(_PUBLIC)
+__all__ = ["GenerationOptions", "Outputs", "RenderResult", "load_family", "render"]  # the keys of _PUBLIC
 
 
 def __getattr__(name: str) -> object:

@@ -33,8 +33,8 @@ from avatarstream.runtime.devices import resolve_device
 from avatarstream.runtime.launch import RankInfo, finish, init_rank
 from avatarstream.runtime.policies import parse_residency
 from avatarstream.sources.audio_file import open_audio_file
-from avatarstream.sources.pcm import PcmBlock
 from avatarstream.sources.bundled import DEFAULT_SPEECH
+from avatarstream.sources.pcm import PcmBlock
 
 if TYPE_CHECKING:
     from avatarstream.publish.preview import PreviewServer  # aiortc is loaded only for a preview

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+from typing_extensions import Self
+
 T = TypeVar("T", bound="ClosesOnExit")
 
 
@@ -13,7 +15,7 @@ class ClosesOnExit:
     def close(self) -> object:
         raise NotImplementedError
 
-    def __enter__(self: T) -> T:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

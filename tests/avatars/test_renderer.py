@@ -52,7 +52,7 @@ def test_mouth_follows_loudness_and_stays_shut_in_silence() -> None:
     assert len(mouth) == 125
     assert mouth.openness[:20].max() < 0.05 and mouth.openness[-15:].max() < 0.05
     assert mouth.openness[25:100].max() > 0.5
-    frame_env = np.array([np.sqrt(np.mean(audio[i * 640:(i + 1) * 640] ** 2)) for i in range(125)])
+    frame_env = np.array([np.sqrt(np.mean(audio[i * 640 : (i + 1) * 640] ** 2)) for i in range(125)])
     assert correlation(mouth.openness[1:], frame_env[:-1]) > 0.7  # one frame of articulatory lag
 
 

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from sources.sine_files import write_sine
 
 from avatarstream.cli.main import main
+from sources.sine_files import write_sine
 
 TINY = ["--model", "demo-tiny", "--no-progress"]
 
@@ -80,6 +80,6 @@ def test_unwritable_output(tmp_path: Path, good_audio: Path, capsys) -> None:
 
 def test_subprocess_exit_code_and_single_line(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("avatarstream")
-    result = subprocess.run([str(exe), "render", "--audio", str(tmp_path / "missing.mp3"), *TINY], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([str(exe), "render", "--audio", str(tmp_path / "missing.mp3"), *TINY], check=False, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"error: audio file not found: {tmp_path / 'missing.mp3'}"]

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from publish.mp4_checks import decode
-from sources.sine_files import write_sine
 
 from avatarstream.cli.main import main
+from publish.mp4_checks import decode
+from sources.sine_files import write_sine
 
 TINY = ["--model", "demo-tiny", "--no-progress"]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from publish.publish_needs import free_port
 from sources.sine_files import write_sine
-
 
 
 def _render(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:

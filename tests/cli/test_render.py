@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from publish.mp4_checks import decode
-from sources.sine_files import write_sine
 
 from avatarstream.cli.main import main
+from publish.mp4_checks import decode
+from sources.sine_files import write_sine
 
 TINY = ["--model", "demo-tiny", "--no-progress"]
 
@@ -61,7 +62,7 @@ def test_report_fields_and_chunk_records(tmp_path: Path) -> None:
     assert names == ["N0", "N1", "I0", "N2", "I1", "N3", "I2", "N4", "I3", "N5", "I4", "N6", "I5"]
     spans = sorted(tuple(c["timeline"]) for c in report["chunks"])
     assert spans[0][0] == 0 and spans[-1][1] == 55
-    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))
 
 
 def test_interpolation_off_runs_only_n_chunks(tmp_path: Path) -> None:
@@ -97,7 +98,9 @@ def test_cli_process_runs_and_reports(tmp_path: Path) -> None:
     audio = tmp_path / "a.wav"
     write_sine(audio, "pcm_s16le", 16000, 1, 1.0)
     exe = Path(sys.executable).with_name("avatarstream")
-    result = subprocess.run([str(exe), "render", "--audio", str(audio), "--out", str(tmp_path / "o.mp4"), *TINY], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [str(exe), "render", "--audio", str(audio), "--out", str(tmp_path / "o.mp4"), *TINY], check=False, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     assert "time to first frame" in result.stdout and "real-time factor" in result.stdout
     assert len(decode(tmp_path / "o.mp4").frames) == 25

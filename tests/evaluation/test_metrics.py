@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from avatars.test_renderer import syllables
 
+from avatars.test_renderer import syllables
 from avatarstream.avatars import Identity, mouth_track, reference_image, render_clip
 from avatarstream.avatars.identity import HELD_OUT_IDENTITIES
 from avatarstream.evaluation.metrics import (
@@ -34,7 +34,7 @@ def ground_truth():
 def measure(frames: np.ndarray, reference: np.ndarray, piece: int = 12) -> dict[str, np.ndarray]:
     meter = StreamMeter(reference)
     for start in range(0, len(frames), piece):  # frames arrive in pieces, as from the pipeline
-        meter.add(frames[start:start + piece])
+        meter.add(frames[start : start + piece])
     return meter.arrays()
 
 

@@ -36,13 +36,32 @@ def test_eval_on_one_held_out_clip_is_in_sync(tmp_path) -> None:
 def _eval_one_clip(tmp_path) -> None:
     parser = argparse.ArgumentParser()
     eval_cli.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["eval", "--weights", str(WEIGHTS), "--out", str(tmp_path), "--device", "cpu",
-                              "--clips", "1", "--clip-seconds", "6", "--minutes", "0", "--threads", "1"])
+    args = parser.parse_args(
+        [
+            "eval",
+            "--weights",
+            str(WEIGHTS),
+            "--out",
+            str(tmp_path),
+            "--device",
+            "cpu",
+            "--clips",
+            "1",
+            "--clip-seconds",
+            "6",
+            "--minutes",
+            "0",
+            "--threads",
+            "1",
+        ]
+    )
     assert args.run(args) == 0
     results = json.loads((tmp_path / "eval.json").read_text())
     assert {"seam_ratio_with_i_chunks", "seam_ratio_without_i_chunks", "speed_short_clips"} <= set(results)
     assert (tmp_path / "eval-lipsync.png").stat().st_size > 0 and (tmp_path / "eval-seams.png").stat().st_size > 0
-    print(f"\nlip sync {results['lip_sync_correlation']}, seam ratio {results['seam_ratio_with_i_chunks']}"
-          f" with I-chunks, {results['seam_ratio_without_i_chunks']} without")
+    print(
+        f"\nlip sync {results['lip_sync_correlation']}, seam ratio {results['seam_ratio_with_i_chunks']}"
+        f" with I-chunks, {results['seam_ratio_without_i_chunks']} without"
+    )
     assert results["lip_sync_correlation"] > 0.6
     assert results["seam_ratio_with_i_chunks"] <= min(1.2, results["seam_ratio_without_i_chunks"])  # I-chunks hide the seams

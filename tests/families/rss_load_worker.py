@@ -20,7 +20,7 @@ from avatarstream.weights.meta_load import empty_weights
 
 
 def _kib(field: str) -> int:
-    return int(re.search(rf"^{field}:\s+(\d+) kB", Path("/proc/self/status").read_text(), re.M).group(1))  # type: ignore[union-attr]
+    return int(re.search(rf"^{field}:\s+(\d+) kB", Path("/proc/self/status").read_text(), re.MULTILINE).group(1))  # type: ignore[union-attr]
 
 
 def main(root: Path) -> None:

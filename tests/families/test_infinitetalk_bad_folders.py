@@ -61,7 +61,10 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
         "expects 64 audio features per frame, but the audio encoder gives 3 layers x 32 = 96",
     ),
     "audio encoder without weights": (lambda r: (r / "chinese-wav2vec2-base" / "model.safetensors").unlink(), "no model.safetensors or pytorch_model.bin"),
-    "audio encoder of another kind": (lambda r: _edit_json(r / "chinese-wav2vec2-base" / "config.json", model_type="hubert"), "'hubert' model; the audio encoder must be wav2vec2"),
+    "audio encoder of another kind": (
+        lambda r: _edit_json(r / "chinese-wav2vec2-base" / "config.json", model_type="hubert"),
+        "'hubert' model; the audio encoder must be wav2vec2",
+    ),
     "VAE missing": (lambda r: (r / BASE / "Wan2.1_VAE.pth").unlink(), "Wan2.1_VAE.pth not found"),
     "VAE truncated": (lambda r: _truncate(r / BASE / "Wan2.1_VAE.pth"), "cannot read .*Wan2.1_VAE.pth weights-only"),
     "VAE needs full unpickling": (lambda r: (r / BASE / "Wan2.1_VAE.pth").write_bytes(pickle.dumps({"w": Evil()})), "weights-only"),

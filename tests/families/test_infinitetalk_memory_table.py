@@ -16,7 +16,7 @@ def test_counts_add_up_and_match_the_published_sizes() -> None:
 
 
 def test_policies_order_by_device_memory() -> None:
-    rows = dict((name, device) for name, device, _ in policy_table(real_weight_counts(), 2))
+    rows = {name: device for name, device, _ in policy_table(real_weight_counts(), 2)}
     resident = rows["resident (everything on the device)"]
     assert rows["DiT streamed:2, rest offloaded"] < rows["DiT streamed:2, rest resident"] < rows["offloaded (everything)"] < resident
     assert rows["DiT sharded over 8 GPUs, rest resident"] < resident

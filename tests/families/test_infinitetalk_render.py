@@ -8,8 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from publish.mp4_checks import decode
-from sources.sine_files import write_sine
 
 from avatarstream.cli.main import main
 from avatarstream.errors import InputError, PipelineGraphError
@@ -17,6 +15,8 @@ from avatarstream.families import load_family
 from avatarstream.families.infinitetalk.layout import WeightsLayout
 from avatarstream.families.options import GenerationOptions
 from avatarstream.pipeline.pipeline import Pipeline
+from publish.mp4_checks import decode
+from sources.sine_files import write_sine
 
 FAST = ["--model-preset", "flashtalk", "--size", "64x48", "--threads", "1", "--no-progress"]  # tiny convolutions: one thread is fastest
 
@@ -92,7 +92,9 @@ def test_bad_settings_are_one_clear_error(tiny_original: WeightsLayout, options:
 def test_options_of_one_family_are_refused_by_the_other(tiny_original: WeightsLayout, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["render", "--model", "demo-tiny", "--text-guidance", "2", "--out", str(tmp_path / "a.mp4")]) == 2
     assert "the demo model has no use for --text-guidance" in capsys.readouterr().err
-    assert main(["render", "--model", "infinitetalk", "--weights", str(tiny_original.base.parent), "--avatar", "3", *FAST, "--out", str(tmp_path / "b.mp4")]) == 2
+    assert (
+        main(["render", "--model", "infinitetalk", "--weights", str(tiny_original.base.parent), "--avatar", "3", *FAST, "--out", str(tmp_path / "b.mp4")]) == 2
+    )
     assert "--avatar SEED is the demo family's" in capsys.readouterr().err
     assert main(["render", "--model", "infinitetalk", "--out", str(tmp_path / "c.mp4")]) == 2
     assert "needs --weights ROOT" in capsys.readouterr().err

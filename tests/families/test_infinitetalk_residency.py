@@ -46,7 +46,9 @@ def test_streamed_acts_on_the_transformer_blocks(networks: InfiniteTalkNetworks)
 def test_sharded_over_two_processes_equals_resident(tmp_path: Path, resident: dict[str, torch.Tensor]) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
-    done = subprocess.run(torchrun_command(2, [str(tmp_path)], module="infinitetalk_sharded_worker"), env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        torchrun_command(2, [str(tmp_path)], module="infinitetalk_sharded_worker"), env=env, check=False, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for rank in range(2):
         outputs = load_file(str(tmp_path / f"dit.rank{rank}.safetensors"))

@@ -8,7 +8,6 @@ from avatarstream.models.demo import A2VDiT, DemoConfig, ReferenceEncoder
 from avatarstream.models.demo.bridge_hint import bridge_hint, bridged_frames
 from avatarstream.models.demo.preconditioning import loss_scale, residual_velocity
 
-
 CFG = DemoConfig.tiny()
 
 

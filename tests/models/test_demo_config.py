@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from avatarstream.models.demo import DemoConfig, DiTConfig, SRConfig, AudioEncoderConfig
+from avatarstream.models.demo import AudioEncoderConfig, DemoConfig, DiTConfig, SRConfig
 
 
 @pytest.mark.parametrize("cfg", [DemoConfig(), DemoConfig.tiny()], ids=["default", "tiny"])
@@ -28,16 +28,19 @@ def test_derived_sizes() -> None:
     assert (DemoConfig.tiny().base_latent_size, DemoConfig.tiny().latent_size) == (4, 8)
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(sample_rate=16000, fps=24), "multiple of fps"),
-    (dict(image_size=256, base_size=96), "exactly 2 x base_size"),
-    (dict(image_size=200, base_size=100), "divisible"),
-    (dict(dit=DiTConfig(dim=130, heads=4)), "multiple of heads"),
-    (dict(dit=DiTConfig(dim=12, heads=4)), "RoPE"),
-    (dict(sr=SRConfig(t_start=1.0)), "t_start"),
-    (dict(audio=AudioEncoderConfig(mel_per_frame=3)), "mel_per_frame"),
-    (dict(audio=AudioEncoderConfig(win_length=1024)), "win_length"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"sample_rate": 16000, "fps": 24}, "multiple of fps"),
+        ({"image_size": 256, "base_size": 96}, "exactly 2 x base_size"),
+        ({"image_size": 200, "base_size": 100}, "divisible"),
+        ({"dit": DiTConfig(dim=130, heads=4)}, "multiple of heads"),
+        ({"dit": DiTConfig(dim=12, heads=4)}, "RoPE"),
+        ({"sr": SRConfig(t_start=1.0)}, "t_start"),
+        ({"audio": AudioEncoderConfig(mel_per_frame=3)}, "mel_per_frame"),
+        ({"audio": AudioEncoderConfig(win_length=1024)}, "win_length"),
+    ],
+)
 def test_invalid_configs_raise(changes: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         DemoConfig(**changes)

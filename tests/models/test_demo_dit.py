@@ -29,12 +29,15 @@ def inputs(frames: int = 5, seed: int = 1) -> dict[str, torch.Tensor]:
     cond[:, :, 0] = torch.randn(1, C, H, H, generator=g)
     mask = torch.zeros(1, frames)
     mask[:, 0] = 1.0
-    return dict(
-        x=x, cond=cond, mask=mask, t=torch.full((1,), 0.7),
-        audio=torch.randn(1, frames, CFG.audio.tokens_per_frame, CFG.audio.dim, generator=g),
-        text=torch.randn(1, 3, CFG.text.dim, generator=g),
-        reference=build(ReferenceEncoder)(torch.randn(1, C, H, H, generator=g)),
-    )
+    return {
+        "x": x,
+        "cond": cond,
+        "mask": mask,
+        "t": torch.full((1,), 0.7),
+        "audio": torch.randn(1, frames, CFG.audio.tokens_per_frame, CFG.audio.dim, generator=g),
+        "text": torch.randn(1, 3, CFG.text.dim, generator=g),
+        "reference": build(ReferenceEncoder)(torch.randn(1, C, H, H, generator=g)),
+    }
 
 
 def run(model: torch.nn.Module, **kw: torch.Tensor) -> torch.Tensor:
@@ -49,7 +52,7 @@ def test_reference_tokens_are_rich() -> None:
     assert tokens.shape == (2, CFG.reference.global_tokens + grid * grid, CFG.dit.dim)
     assert enc.num_tokens == tokens.shape[1]
     assert (tokens[0] - tokens[1]).abs().max() > 1e-3  # depends on the latent
-    assert tokens[0, CFG.reference.global_tokens:].std(dim=0).mean() > 1e-2  # patch tokens differ
+    assert tokens[0, CFG.reference.global_tokens :].std(dim=0).mean() > 1e-2  # patch tokens differ
 
 
 @pytest.mark.parametrize("frames", [1, 5, 10])

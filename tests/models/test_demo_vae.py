@@ -20,7 +20,7 @@ def latents(frames: int, seed: int = 0) -> torch.Tensor:
 def decode_in_chunks(vae: CausalVAE, z: torch.Tensor, sizes: list[int]) -> tuple[torch.Tensor, list[int]]:
     cache, outs, cache_bytes, start = None, [], [], 0
     for size in sizes:
-        out, cache = vae.decode(z[:, :, start:start + size], cache)
+        out, cache = vae.decode(z[:, :, start : start + size], cache)
         outs.append(out)
         cache_bytes.append(cache.nbytes)
         start += size
@@ -63,7 +63,7 @@ def test_decoder_is_causal_and_temporal(vae: CausalVAE) -> None:
         a, _ = vae.decode(z)
         b, _ = vae.decode(changed)
     torch.testing.assert_close(a[:, :, :3], b[:, :, :3])  # the past never sees the future
-    assert (a[:, :, 4] - b[:, :, 4]).abs().max() > 1e-4   # later frames do see the past
+    assert (a[:, :, 4] - b[:, :, 4]).abs().max() > 1e-4  # later frames do see the past
 
 
 def test_cache_size_is_bounded(vae: CausalVAE) -> None:

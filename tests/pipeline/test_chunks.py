@@ -89,7 +89,7 @@ def test_contributions_tile_the_timeline() -> None:
     plan = ChunkPlan(8, 3, 2)
     spans = sorted(c.contributes for c in plan.schedule(40))
     assert spans[0][0] == 0 and spans[-1][1] == 40
-    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))
 
 
 def test_open_ended_schedule_continues() -> None:

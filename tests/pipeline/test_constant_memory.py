@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
 from sources.sine_files import write_sine
 
 
@@ -15,8 +16,20 @@ def render_report(tmp_path: Path, seconds: float) -> dict:
     audio, report = tmp_path / f"{seconds:g}s.wav", tmp_path / f"{seconds:g}s.json"
     write_sine(audio, "pcm_s16le", 16000, 1, seconds)
     exe = Path(sys.executable).with_name("avatarstream")
-    cmd = [str(exe), "render", "--model", "demo-tiny", "--no-progress", "--audio", str(audio), "--out", str(tmp_path / f"{seconds:g}s.mp4"), "--report", str(report)]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    cmd = [
+        str(exe),
+        "render",
+        "--model",
+        "demo-tiny",
+        "--no-progress",
+        "--audio",
+        str(audio),
+        "--out",
+        str(tmp_path / f"{seconds:g}s.mp4"),
+        "--report",
+        str(report),
+    ]
+    result = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr
     return json.loads(report.read_text())
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from sources.sine_files import write_sine
 
 from avatarstream.errors import InputError
 from avatarstream.families import load_family
 from avatarstream.sources.audio_file import open_audio_file
 from avatarstream.sources.pcm import PcmBlock
+from sources.sine_files import write_sine
 
 RATE = 16000
 

@@ -25,9 +25,7 @@ def tone(start: int, n: int, rate: int, channels: int) -> np.ndarray:
     return np.repeat((0.5 * np.sin(2 * math.pi * TONE_HZ * t)).astype(np.float32)[None], channels, axis=0)
 
 
-def make_chunks(
-    sizes: list[int], width: int = 64, height: int = 48, fps: int = 25, rate: int = 48000, channels: int = 2
-) -> list[MediaChunk]:
+def make_chunks(sizes: list[int], width: int = 64, height: int = 48, fps: int = 25, rate: int = 48000, channels: int = 2) -> list[MediaChunk]:
     """Consecutive chunks of solid-colour frames with exactly their share of a 440 Hz tone."""
     chunks, first = [], 0
     for size in sizes:

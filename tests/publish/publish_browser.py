@@ -27,9 +27,7 @@ def chromium_page(profile: Path) -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS
-        )
+        context = playwright.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS)
         try:
             yield context.new_page()
         finally:

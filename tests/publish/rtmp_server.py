@@ -7,6 +7,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from typing_extensions import Self
+
 from publish_needs import NGINX, RTMP_MODULE, free_port
 
 CONFIG = """
@@ -74,7 +76,7 @@ class RtmpServer:
                 self._process.wait()
         self._process = None
 
-    def __enter__(self) -> RtmpServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

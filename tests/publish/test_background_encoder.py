@@ -8,10 +8,10 @@ from pathlib import Path
 
 import av
 import pytest
-from mp4_checks import decode, make_chunks
 
 from avatarstream.errors import PublishError
 from avatarstream.publish import BackgroundEncoder, EncoderSettings, MediaChunk, Mp4Writer
+from mp4_checks import decode, make_chunks
 
 SETTINGS = EncoderSettings(width=64, height=48, fps=25)
 
@@ -84,9 +84,8 @@ def test_writer_close_error_surfaces() -> None:
         def close(self) -> None:
             raise PublishError("cannot finalize output x.mp4: disk full")
 
-    with pytest.raises(PublishError, match="disk full"):
-        with BackgroundEncoder(FailingClose()) as encoder:
-            encoder.submit(make_chunks([1])[0])
+    with pytest.raises(PublishError, match="disk full"), BackgroundEncoder(FailingClose()) as encoder:
+        encoder.submit(make_chunks([1])[0])
 
 
 def test_same_output_as_writing_inline(tmp_path: Path) -> None:
@@ -111,11 +110,10 @@ def video_packets(path: Path) -> list[bytes]:
 @pytest.mark.parametrize("error", [RuntimeError("inference blew up"), KeyboardInterrupt()])
 def test_finalized_when_body_raises(tmp_path: Path, error: BaseException) -> None:
     path = tmp_path / "failed.mp4"
-    with pytest.raises(type(error)):
-        with BackgroundEncoder(Mp4Writer(path, SETTINGS)) as encoder:
-            for chunk in make_chunks([10, 10]):
-                encoder.submit(chunk)
-            raise error
+    with pytest.raises(type(error)), BackgroundEncoder(Mp4Writer(path, SETTINGS)) as encoder:
+        for chunk in make_chunks([10, 10]):
+            encoder.submit(chunk)
+        raise error
     assert len(decode(path).frames) == 20
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from publish_needs import require_gstreamer
 
 from avatarstream.publish.bench import encode_throughput, main, synthetic_chunk
 from avatarstream.publish.encoders import BACKENDS
 from avatarstream.publish.settings import EncoderSettings
+from publish_needs import require_gstreamer
 
 SMALL_720P = EncoderSettings(width=1280, height=720, fps=25, preset="ultrafast")
 

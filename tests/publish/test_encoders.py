@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
 import pytest
-from mp4_checks import colour, decode, make_chunks
-from publish_needs import require_gstreamer
-from stream_checks import encode_all
 
 from avatarstream.errors import PublishError
 from avatarstream.publish.encoders import BACKENDS, create_encoder
 from avatarstream.publish.muxer import PacketMuxer
 from avatarstream.publish.settings import EncoderSettings
+from mp4_checks import colour, decode, make_chunks
+from publish_needs import require_gstreamer
+from stream_checks import encode_all
 
 SETTINGS = EncoderSettings(width=64, height=48, fps=25)
 SIZES = [7, 13, 1, 25, 14]  # 60 frames = 2.4 s in uneven chunks
@@ -80,7 +81,7 @@ def test_packets_are_avcc_and_interleaved(backend: str) -> None:
             offset += 4 + int.from_bytes(packet.data[offset : offset + 4], "big")
         assert offset == len(packet.data)
     times = [p.dts * p.time_base for p in packets]
-    late = [(a, b) for a, b in zip(times, times[1:]) if b < a - 1]  # within a batch, never out of time order by > 1 s
+    late = [(a, b) for a, b in itertools.pairwise(times) if b < a - 1]  # within a batch, never out of time order by > 1 s
     assert not late
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import av
 import pytest
-from mp4_checks import make_chunks
 
 from avatarstream.publish.encoders.pyav import PyAvEncoder
 from avatarstream.publish.h264 import (
@@ -16,6 +15,7 @@ from avatarstream.publish.h264 import (
     split_avcc,
 )
 from avatarstream.publish.settings import EncoderSettings
+from mp4_checks import make_chunks
 
 SPS = bytes.fromhex("6764001eacb2")
 PPS = bytes.fromhex("68ebe3cb")

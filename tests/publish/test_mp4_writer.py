@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from mp4_checks import colour, decode, make_chunks, tone
 
 from avatarstream.errors import PublishError
 from avatarstream.publish import EncoderSettings, MediaChunk, Mp4Writer
+from mp4_checks import colour, decode, make_chunks, tone
 
 SETTINGS = EncoderSettings(width=64, height=48, fps=25)
 SIZES = [7, 13, 1, 25, 14]  # 60 frames in uneven chunks
@@ -78,11 +78,10 @@ def test_keyframe_interval_follows_settings(tmp_path: Path) -> None:
 
 def test_finalized_when_body_raises(tmp_path: Path) -> None:
     path = tmp_path / "failed.mp4"
-    with pytest.raises(RuntimeError, match="inference blew up"):
-        with Mp4Writer(path, SETTINGS) as writer:
-            for chunk in make_chunks([10, 10]):
-                writer.write(chunk)
-            raise RuntimeError("inference blew up")
+    with pytest.raises(RuntimeError, match="inference blew up"), Mp4Writer(path, SETTINGS) as writer:
+        for chunk in make_chunks([10, 10]):
+            writer.write(chunk)
+        raise RuntimeError("inference blew up")
     assert len(decode(path).frames) == 20
 
 
@@ -128,9 +127,8 @@ def test_permission_denied(tmp_path: Path) -> None:
 
 def test_wrong_frame_shape(tmp_path: Path) -> None:
     chunk = make_chunks([3], width=32, height=48)[0]
-    with Mp4Writer(tmp_path / "shape.mp4", SETTINGS) as writer:
-        with pytest.raises(ValueError, match=re.escape("frames must be uint8 RGB [T, 48, 64, 3]")):
-            writer.write(chunk)
+    with Mp4Writer(tmp_path / "shape.mp4", SETTINGS) as writer, pytest.raises(ValueError, match=re.escape("frames must be uint8 RGB [T, 48, 64, 3]")):
+        writer.write(chunk)
 
 
 def test_chunks_must_be_consecutive(tmp_path: Path) -> None:

@@ -6,13 +6,13 @@ import argparse
 from pathlib import Path
 
 import pytest
-from mp4_checks import decode, make_chunks
 
 from avatarstream.errors import InputError, PublishError
 from avatarstream.publish.options import add_output_arguments, outputs_from_args
 from avatarstream.publish.preview import PreviewServer
 from avatarstream.publish.settings import EncoderSettings
 from avatarstream.publish.sinks import HlsSink, Mp4FileSink, RtmpSink
+from mp4_checks import decode, make_chunks
 
 SETTINGS = EncoderSettings(width=64, height=48, fps=25, preset="ultrafast")
 
@@ -36,8 +36,9 @@ def test_defaults() -> None:
 
 
 def test_all_outputs_in_one_run(tmp_path: Path) -> None:
-    args = parse("--out", str(tmp_path / "a.mp4"), "--fragmented", "--hls", str(tmp_path / "hls"),
-                 "--rtmp", "rtmp://127.0.0.1:1/live/x", "--preview", "127.0.0.1:0")
+    args = parse(
+        "--out", str(tmp_path / "a.mp4"), "--fragmented", "--hls", str(tmp_path / "hls"), "--rtmp", "rtmp://127.0.0.1:1/live/x", "--preview", "127.0.0.1:0"
+    )
     publisher = open_publisher(args, SETTINGS)
     sinks = publisher.sinks
     assert [type(s) for s in sinks] == [Mp4FileSink, HlsSink, RtmpSink, PreviewServer]

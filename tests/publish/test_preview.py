@@ -9,8 +9,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from mp4_checks import make_chunks
-from publish_browser import chromium_page
 
 from avatarstream.errors import PublishError
 from avatarstream.publish.preview import PreviewServer
@@ -18,6 +16,8 @@ from avatarstream.publish.preview.server import STATIC
 from avatarstream.publish.publisher import Publisher
 from avatarstream.publish.settings import EncoderSettings
 from avatarstream.publish.sinks import HlsSink
+from mp4_checks import make_chunks
+from publish_browser import chromium_page
 
 SETTINGS = EncoderSettings(width=320, height=240, fps=25, preset="ultrafast")
 HLSJS_SHA256 = "482cccb3a224554f64d8c2cf0d335dba4a3819bdb726afbfddfe15de4c277d82"  # hls.js 1.7.4 dist/hls.light.min.js
@@ -177,9 +177,12 @@ def test_webrtc_carries_the_sound_in_sync_with_the_picture(tmp_path: Path) -> No
     preview = PreviewServer(tmp_path / "hls", port=0)
     publisher = Publisher(SETTINGS, [HlsSink(tmp_path / "hls"), preview])
     with publisher:
+
         def publish() -> None:  # one second of media per second, as a live session publishes
             for chunk in chunks:
-                publisher.submit(MediaChunk(chunk.first_frame, np.ascontiguousarray(np.resize(chunk.frames, (fps, SETTINGS.height, SETTINGS.width, 3))), chunk.audio))
+                publisher.submit(
+                    MediaChunk(chunk.first_frame, np.ascontiguousarray(np.resize(chunk.frames, (fps, SETTINGS.height, SETTINGS.width, 3))), chunk.audio)
+                )
                 time.sleep(1.0)
 
         seen, heard, sound_rate = asyncio.run(watch(preview.url, publish))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from mp4_checks import decode, make_chunks
 
 from avatarstream.errors import PublishError
 from avatarstream.publish.packets import EncodedPacket, StreamInfo
@@ -16,6 +16,7 @@ from avatarstream.publish.runner import Backoff
 from avatarstream.publish.settings import EncoderSettings
 from avatarstream.publish.sink import Sink, SinkReport
 from avatarstream.publish.sinks import HlsSink, Mp4FileSink
+from mp4_checks import decode, make_chunks
 
 SETTINGS = EncoderSettings(width=64, height=48, fps=25, preset="ultrafast")
 FAST = Backoff(first_s=0.05, max_s=0.2)
@@ -94,7 +95,7 @@ def test_slow_sink_drops_to_keyframes_without_stalling_anyone(tmp_path: Path) ->
     assert slow_report.packets_delivered + slow_report.packets_dropped == file_report.packets_delivered
     assert longest < 1.0
     video = [p for p in slow.packets if p.kind == "video"]
-    gaps = [(a, b) for a, b in zip(video, video[1:]) if b.pts != a.pts + 1]
+    gaps = [(a, b) for a, b in itertools.pairwise(video) if b.pts != a.pts + 1]
     assert gaps and all(b.keyframe for _, b in gaps)  # every skip resumes at a keyframe
 
 
@@ -155,11 +156,10 @@ def test_failing_file_sink_is_reported_and_others_go_on(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("error", [KeyboardInterrupt(), SystemExit(143), RuntimeError("inference blew up")])
 def test_outputs_are_finalized_when_the_run_dies(tmp_path: Path, error: BaseException) -> None:
-    with pytest.raises(type(error)):
-        with Publisher(SETTINGS, [Mp4FileSink(tmp_path / "out.mp4", fragmented=False), HlsSink(tmp_path / "hls")]) as p:
-            for chunk in make_chunks([25, 25, 5]):
-                p.submit(chunk)
-            raise error
+    with pytest.raises(type(error)), Publisher(SETTINGS, [Mp4FileSink(tmp_path / "out.mp4", fragmented=False), HlsSink(tmp_path / "hls")]) as p:
+        for chunk in make_chunks([25, 25, 5]):
+            p.submit(chunk)
+        raise error
     assert len(decode(tmp_path / "out.mp4").frames) == 55
     assert (tmp_path / "hls" / "index.m3u8").read_text().rstrip().endswith("#EXT-X-ENDLIST")
 

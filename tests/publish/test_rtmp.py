@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 
 import pytest
-from mp4_checks import make_chunks
-from publish_needs import require_nginx_rtmp
-from rtmp_server import RtmpServer
-from stream_checks import inspect
 
 from avatarstream.errors import InputError
 from avatarstream.publish.publisher import Publisher
 from avatarstream.publish.runner import Backoff
 from avatarstream.publish.settings import EncoderSettings
 from avatarstream.publish.sinks import Mp4FileSink, RtmpSink
+from mp4_checks import make_chunks
+from publish_needs import require_nginx_rtmp
+from rtmp_server import RtmpServer
+from stream_checks import inspect
 
 SETTINGS = EncoderSettings(width=64, height=48, fps=25, preset="ultrafast")
 
@@ -70,9 +71,7 @@ def test_server_gone_then_back(tmp_path: Path, server: RtmpServer) -> None:
     assert seen.frames >= 25 and seen.keyframe_times[0] == min(seen.keyframe_times)
 
 
-@pytest.mark.parametrize(
-    "url", ["http://example.com/live/x", "rtmp:///live/x", "rtmp://host", "rtmp://host/live", "rtmp://host:99999/live/x"]
-)
+@pytest.mark.parametrize("url", ["http://example.com/live/x", "rtmp:///live/x", "rtmp://host", "rtmp://host/live", "rtmp://host:99999/live/x"])
 def test_bad_urls_are_refused(url: str) -> None:
     with pytest.raises(InputError, match="--rtmp"):
         RtmpSink(url)
@@ -113,6 +112,6 @@ def test_a_silent_peer_is_dropped_in_bounded_time_and_never_stalls_the_rest(tmp_
     assert file_report.complete and inspect(tmp_path / "out.mp4").frames == 1000
     assert not rtmp_report.complete and any("took nothing for 1 s" in e or "did not take the end" in e for e in rtmp_report.errors), rtmp_report
     assert elapsed < 2.0 + 40 * 0.05 + 5, "closing waits at most the close timeout for the stuck peer"
-    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert max(gaps) < 0.5, f"the process froze for {max(gaps):.2f} s: the RTMP connection held the GIL"
     assert not [p for p in psutil.Process().children(recursive=True) if "rtmp_child" in " ".join(p.cmdline())], "no connection process is left"

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import av
 import pytest
-from mp4_checks import make_chunks
-from stream_checks import encode_all, inspect
 
 from avatarstream.errors import PublishError
 from avatarstream.publish.settings import EncoderSettings
 from avatarstream.publish.sink import Sink
 from avatarstream.publish.sinks import HlsSink, Mp4FileSink
+from mp4_checks import make_chunks
+from stream_checks import encode_all, inspect
 
 SETTINGS = EncoderSettings(width=64, height=48, fps=25)
 FRAME_S = 1 / 25
@@ -92,7 +92,7 @@ def test_hls_segments_and_playlist(tmp_path: Path, stream: tuple) -> None:
     assert durations == pytest.approx([1.0, 1.0, 0.4])  # one GOP per segment
     for text in playlists:
         assert text.startswith("#EXTM3U\n") and text.endswith("\n"), f"torn playlist: {text!r}"
-        for name in re.findall(r"^(seg\d+\.m4s)$", text, re.M):
+        for name in re.findall(r"^(seg\d+\.m4s)$", text, re.MULTILINE):
             assert (tmp_path / "hls" / name).stat().st_size > 0
     seen = inspect(sink.playlist)
     assert seen.frames == 60

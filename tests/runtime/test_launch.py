@@ -14,8 +14,17 @@ from avatarstream.runtime.launch import RankInfo, init_rank, relaunch, torchrun_
 
 def test_torchrun_command() -> None:
     assert torchrun_command(4, ["render", "--out", "a.mp4"]) == [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=4",
-        "-m", "--", "avatarstream.cli.main", "render", "--out", "a.mp4",
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node=4",
+        "-m",
+        "--",
+        "avatarstream.cli.main",
+        "render",
+        "--out",
+        "a.mp4",
     ]
 
 

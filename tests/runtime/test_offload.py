@@ -5,11 +5,11 @@ from __future__ import annotations
 import weakref
 
 import torch
-from runtime.helpers import EventLog, on_host
 
 from avatarstream.pipeline.module import Module
 from avatarstream.runtime.offload import Offloaded
 from avatarstream.runtime.residency import Runtime
+from runtime.helpers import EventLog, on_host
 
 
 def make_module() -> Module:

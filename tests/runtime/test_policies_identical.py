@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from runtime.helpers import deep_family, deep_pipeline, render, request
 
 from avatarstream.runtime.compare import compare_policies, standard_configs
 from avatarstream.runtime.device_ops import device_ops
+from runtime.helpers import deep_family, deep_pipeline, render, request
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from runtime.helpers import deep_family
 
 from avatarstream.errors import InputError
 from avatarstream.runtime.policies import parse_residency
 from avatarstream.runtime.residency import Runtime
+from runtime.helpers import deep_family
 
 MODULES = ("vae", "audio_encoder", "text_encoder", "reference_encoder", "a2v_dit", "sr_dit")
 

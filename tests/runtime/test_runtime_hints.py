@@ -6,11 +6,11 @@ from itertools import pairwise
 
 import numpy as np
 import torch
-from runtime.helpers import deep_family, deep_pipeline, render
 
 from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.observer import ChunkDone, RunObserver
 from avatarstream.runtime.residency import Runtime
+from runtime.helpers import deep_family, deep_pipeline, render
 
 
 class RecordingRuntime(Runtime):

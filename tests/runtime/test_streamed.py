@@ -7,11 +7,11 @@ import weakref
 
 import pytest
 import torch
-from runtime.helpers import A2V_LAYERS, EventLog, dit_cases, on_host
 
 from avatarstream.pipeline.module import Module
 from avatarstream.runtime.residency import Runtime
 from avatarstream.runtime.streamed import Streamed
+from runtime.helpers import A2V_LAYERS, EventLog, dit_cases, on_host
 
 
 def a2v_module() -> Module:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import math
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -42,10 +42,14 @@ def family_overrides(model: str, request: object) -> tuple[dict[str, object], in
 @contextmanager
 def running_server(tmp_path: Path, **overrides: object) -> Iterator[str]:
     """Yield the base URL of a live server (demo-tiny, small chunks) that stops when the block ends."""
-    settings = ServeSettings(model="demo-tiny", generation=GenerationOptions(chunk_frames=6, interp_frames=2), port=0, work_dir=tmp_path / "work", preset="ultrafast", threads=1)
+    settings = ServeSettings(
+        model="demo-tiny", generation=GenerationOptions(chunk_frames=6, interp_frames=2), port=0, work_dir=tmp_path / "work", preset="ultrafast", threads=1
+    )
     settings = replace(settings, **overrides)
     app = create_app(settings)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level=os.environ.get("SERVE_TEST_LOG", "warning"), access_log=False, ws_max_size=settings.max_upload_bytes)
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level=os.environ.get("SERVE_TEST_LOG", "warning"), access_log=False, ws_max_size=settings.max_upload_bytes
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="test-uvicorn", daemon=True)
     thread.start()

@@ -73,7 +73,9 @@ def test_identity_demo_is_the_avatar_render_uses_and_avatar_seed_works(tmp_path:
             assert _wait_done(client, f"/jobs/{job['id']}")["state"] == "done"
             videos[name] = tmp_path / f"{name}.mp4"
             videos[name].write_bytes(client.get(job["links"]["video"]).content)
-        both = client.post("/jobs", files={"audio": ("a.wav", audio.read_bytes(), "audio/wav"), "reference": ("r.png", b"x", "image/png")}, data={"avatar": "5"})
+        both = client.post(
+            "/jobs", files={"audio": ("a.wav", audio.read_bytes(), "audio/wav"), "reference": ("r.png", b"x", "image/png")}, data={"avatar": "5"}
+        )
         assert both.status_code == 422 and "not both" in both.json()["detail"]
         negative = client.post("/sessions", data={"avatar": "-1"})
         assert negative.status_code == 422

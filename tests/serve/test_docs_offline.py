@@ -10,7 +10,7 @@ import httpx
 from serve_harness import running_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "publish"))  # the publish tests' browser launcher
-from publish_browser import chromium_page  # noqa: E402
+from publish_browser import chromium_page
 
 
 def test_docs_page_loads_only_from_the_server(tmp_path: Path) -> None:
@@ -24,6 +24,7 @@ def test_docs_page_loads_only_from_the_server(tmp_path: Path) -> None:
 
         outside: list[str] = []
         with chromium_page(tmp_path / "profile") as page:
+
             def only_local(route) -> None:  # type: ignore[no-untyped-def]
                 if route.request.url.startswith(base):
                     route.continue_()

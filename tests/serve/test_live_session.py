@@ -38,8 +38,10 @@ async def _full_session(base: str, tmp_path, chunk_frames: int) -> None:
             await events.wait_for(lambda e: e["type"] == "frames" and e["speech"] > 0)
 
             status = (await client.get(f"/sessions/{sid}")).json()["stats"]
-            print(f"\nlive session: ttff {status['ttff_s']:.3f} s, first speech after {status['first_speech_latency_s']:.3f} s, "
-                  f"{status['fps']:.1f} fps, underruns {status['underruns']}, streamed 10 s in {streamed_s:.2f} s")
+            print(
+                f"\nlive session: ttff {status['ttff_s']:.3f} s, first speech after {status['first_speech_latency_s']:.3f} s, "
+                f"{status['fps']:.1f} fps, underruns {status['underruns']}, streamed 10 s in {streamed_s:.2f} s"
+            )
             assert status["ttff_s"] is not None and status["ttff_s"] < 5
             assert status["frames"] >= 10 * FPS * 0.8  # paced to the wall clock: about 25 frames a second
             assert status["frames"] <= (time.monotonic() - started + 2) * FPS + chunk_frames * 3  # never far ahead of it

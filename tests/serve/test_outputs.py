@@ -13,8 +13,8 @@ import pytest
 from serve_harness import FAMILIES, Events, family_overrides, running_server, s16, speech, ws_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "publish"))  # the publish tests' helpers
-from publish_needs import require_nginx_rtmp  # noqa: E402
-from rtmp_server import RtmpServer  # noqa: E402
+from publish_needs import require_nginx_rtmp
+from rtmp_server import RtmpServer
 
 
 @pytest.mark.parametrize("model", list(FAMILIES))

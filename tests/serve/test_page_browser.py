@@ -9,7 +9,7 @@ from pathlib import Path
 from serve_harness import running_server, speech, wav_bytes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "publish"))  # the publish tests' browser launcher
-from publish_browser import chromium_page  # noqa: E402
+from publish_browser import chromium_page
 
 
 def test_page_plays_a_session_that_speaks_an_upload(tmp_path) -> None:

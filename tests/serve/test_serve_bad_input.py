@@ -38,7 +38,11 @@ async def _bad_requests(base: str) -> None:
             audio = f"/sessions/{sid}/audio"
             checks = [
                 (await client.post(audio, content=b"hello", headers={"Content-Type": "text/plain"}), 415, "expected an audio file"),
-                (await client.post(audio, content=np.random.default_rng(0).bytes(20000), headers={"Content-Type": "audio/wav"}), 422, "cannot read audio the uploaded audio"),
+                (
+                    await client.post(audio, content=np.random.default_rng(0).bytes(20000), headers={"Content-Type": "audio/wav"}),
+                    422,
+                    "cannot read audio the uploaded audio",
+                ),
                 (await client.post(audio, content=wav_bytes(speech(10.0)), headers={"Content-Type": "audio/wav"}), 413, "larger than this server's limit"),
                 (await client.post("/sessions/nope/interrupt"), 404, "no such session"),
                 (await client.get(f"/jobs/{sid}"), 404, "no such job"),  # a session id opens no job
@@ -46,7 +50,11 @@ async def _bad_requests(base: str) -> None:
                 (await client.post("/sessions", data={"outputs": "{nope"}), 422, "outputs"),
                 (await client.post("/sessions", data={"outputs": '{"rtmp": "file:///etc/passwd"}'}), 422, "not an RTMP publish URL"),
                 (await client.post("/sessions", data={"identity": "someone"}), 422, "unknown identity"),
-                (await client.post("/sessions", files={"reference": ("r.png", b"not an image", "image/png")}), 422, "cannot read reference the uploaded reference"),
+                (
+                    await client.post("/sessions", files={"reference": ("r.png", b"not an image", "image/png")}),
+                    422,
+                    "cannot read reference the uploaded reference",
+                ),
                 (await client.post("/sessions", files={"reference": ("r.txt", b"x", "text/plain")}), 415, "reference image"),
                 (await client.get(f"/sessions/{sid}/hls/.env"), 404, "no such HLS file"),
                 (await client.get(f"/sessions/{sid}/hls/..%2F..%2Fsession.json"), 404, "Not Found"),

@@ -25,8 +25,17 @@ def tiny_setup(frames: int = 60):
 def chains(settings: RolloutSettings, frames: int = 60):
     cfg, models, text, data, context = tiny_setup(frames)
     buffer = RolloutBuffer(settings, seed=0)
-    sample_chains(models, data, text, FlowMatchEuler(2, 3.0), ChunkGeometry(), settings,
-                  WindowAudio(data, context, cfg.samples_per_frame), torch.Generator().manual_seed(0), buffer)
+    sample_chains(
+        models,
+        data,
+        text,
+        FlowMatchEuler(2, 3.0),
+        ChunkGeometry(),
+        settings,
+        WindowAudio(data, context, cfg.samples_per_frame),
+        torch.Generator().manual_seed(0),
+        buffer,
+    )
     return data, context, cfg, buffer
 
 
@@ -49,7 +58,7 @@ def test_chains_from_the_reference_follow_the_chunk_plan() -> None:
             overlap = range(max(n_entry.start, i_entry.start), min(n_entry.start + 2, i_entry.start + 5))
             for frame in overlap:
                 assert torch.equal(n_entry.frames[:, frame - n_entry.start], i_entry.frames[:, frame - i_entry.start])
-        truth = data.base[n_entries[0].clip][:, n_entries[0].start:n_entries[0].start + 2].float()
+        truth = data.base[n_entries[0].clip][:, n_entries[0].start : n_entries[0].start + 2].float()
         assert not torch.allclose(n_entries[0].frames.float(), truth, atol=0.1)  # generated, not ground truth
 
 
@@ -78,7 +87,7 @@ def test_windows_take_generated_conditioning() -> None:
     n = sample_chunks(data, "N", 6, ChunkGeometry(), context, cfg.samples_per_frame, g, buffer)
     for b in range(6):  # generated motion frames, then the clip's own frames as the target
         entry = next(e for e in buffer.n if torch.equal(n.cond[b][:, :2].half(), e.frames))
-        truth = data.base[entry.clip][:, entry.start:entry.start + 14].float()
+        truth = data.base[entry.clip][:, entry.start : entry.start + 14].float()
         assert torch.equal(n.x0[b], truth) and torch.equal(n.cond[b][:, 2:], truth[:, 2:])
     i = sample_chunks(data, "I", 6, ChunkGeometry(), context, cfg.samples_per_frame, g, buffer)
     for b in range(6):  # anchors and target all generated, from one chunk
@@ -91,6 +100,15 @@ def test_windows_take_generated_conditioning() -> None:
 def test_training_with_rollouts_runs_and_changes_the_weights() -> None:
     cfg, models, text, data, _ = tiny_setup()
     before = [p.clone() for p in models.parameters()]
-    train_a2v(models, data, text, 4, 0, samples_per_frame=cfg.samples_per_frame, sampler=FlowMatchEuler(2, 3.0),
-              rollout=RolloutSettings(every=2, chains=2, depth=2), batch=2)
+    train_a2v(
+        models,
+        data,
+        text,
+        4,
+        0,
+        samples_per_frame=cfg.samples_per_frame,
+        sampler=FlowMatchEuler(2, 3.0),
+        rollout=RolloutSettings(every=2, chains=2, depth=2),
+        batch=2,
+    )
     assert any(not torch.equal(a, b) for a, b in zip(before, models.parameters()))

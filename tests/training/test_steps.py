@@ -29,9 +29,16 @@ def synthetic_latents(cfg: DemoConfig, clips: int = 2, frames: int = 20) -> Late
     c, h = cfg.vae.latent_channels, cfg.base_latent_size
     base = [torch.randn(c, frames, h, h, generator=g).half() for _ in range(clips)]
     audio = [torch.randn(frames * cfg.samples_per_frame, generator=g) * 0.1 for _ in range(clips)]
-    return LatentSet(base, audio, [torch.zeros(frames)] * clips, torch.randn(clips, c, h, h, generator=g),
-                     torch.randn(clips, c, 2 * h, 2 * h, generator=g), torch.randn(4, c, h, h, generator=g).half(),
-                     torch.randn(4, c, 2 * h, 2 * h, generator=g).half(), torch.tensor([0, 0, 1, 1]))
+    return LatentSet(
+        base,
+        audio,
+        [torch.zeros(frames)] * clips,
+        torch.randn(clips, c, h, h, generator=g),
+        torch.randn(clips, c, 2 * h, 2 * h, generator=g),
+        torch.randn(4, c, h, h, generator=g).half(),
+        torch.randn(4, c, 2 * h, 2 * h, generator=g).half(),
+        torch.tensor([0, 0, 1, 1]),
+    )
 
 
 def test_vae_steps_reduce_reconstruction_loss() -> None:
@@ -53,7 +60,7 @@ def test_a2v_steps_reduce_flow_loss() -> None:
     geometry = ChunkGeometry()
     context = (models.audio_encoder.frames_before, models.audio_encoder.frames_after)
     chunk = sample_chunks(data, "N", 2, geometry, context, cfg.samples_per_frame, torch.Generator().manual_seed(0))
-    loss = lambda: flow_loss(models, chunk, text, geometry.cond_noise, 3.0, torch.Generator().manual_seed(1))  # noqa: E731
+    loss = lambda: flow_loss(models, chunk, text, geometry.cond_noise, 3.0, torch.Generator().manual_seed(1))
     first, last = descend(loss, list(models.parameters()), 12, 3e-3)
     assert last < 0.8 * first
 

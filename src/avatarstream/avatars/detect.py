@@ -20,7 +20,7 @@ def flat_share(image: np.ndarray) -> float:
     grey = np.asarray(image, dtype=np.float32)[..., :3] @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
     padded = np.pad(grey, 1, mode="edge")
     h, w = grey.shape
-    neighbourhood = sum(padded[dy:dy + h, dx:dx + w] for dy in range(3) for dx in range(3)) / 9.0
+    neighbourhood = sum(padded[dy : dy + h, dx : dx + w] for dy in range(3) for dx in range(3)) / 9.0
     return float((np.abs(grey - neighbourhood) < FLAT_LEVEL).mean())
 
 

@@ -44,6 +44,6 @@ def motion_track(frames: int, seed: int, fps: int = 25) -> Motion:
     shape = np.sin(np.linspace(0, np.pi, BLINK_FRAMES + 2)[1:-1])
     frame = int(rng.uniform(1.0, 4.0) * fps)
     while frame + BLINK_FRAMES <= frames:
-        blink[frame:frame + BLINK_FRAMES] = shape
+        blink[frame : frame + BLINK_FRAMES] = shape
         frame += int(rng.uniform(2.0, 6.0) * fps)
     return Motion(dx=wander(5.0), dy=wander(3.5), angle=wander(0.06), blink=blink)

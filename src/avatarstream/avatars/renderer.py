@@ -70,8 +70,14 @@ class _Canvas:
         self.u = self.cos * (_XS - self.hx) + self.sin * (_YS - self.hy)
         self.v = -self.sin * (_XS - self.hx) + self.cos * (_YS - self.hy)
 
-    def paint(self, distance: Callable[[np.ndarray, np.ndarray], np.ndarray], colour: Colour,
-              bound: tuple[float, float, float], alpha: float = 1.0, softness: float = 1.0) -> None:
+    def paint(
+        self,
+        distance: Callable[[np.ndarray, np.ndarray], np.ndarray],
+        colour: Colour,
+        bound: tuple[float, float, float],
+        alpha: float = 1.0,
+        softness: float = 1.0,
+    ) -> None:
         cu, cv, radius = bound
         x = self.hx + self.cos * cu - self.sin * cv
         y = self.hy + self.sin * cu + self.cos * cv
@@ -111,26 +117,26 @@ def render_frame(identity: Identity, pose: Pose) -> np.ndarray:
     _hair_back(canvas, idn)
     for side in (-1, 1):
         ear_u = side * fw * 0.97
-        canvas.paint(lambda u, v, ear_u=ear_u: _ellipse(u, v, ear_u, -0.05 * fh, 8.5, 13),
-                     _shade(idn.skin, 0.92), (ear_u, -0.05 * fh, 13))
+        canvas.paint(lambda u, v, ear_u=ear_u: _ellipse(u, v, ear_u, -0.05 * fh, 8.5, 13), _shade(idn.skin, 0.92), (ear_u, -0.05 * fh, 13))
     jaw_w, jaw_h = fw * (0.95 - 0.2 * idn.chin), 0.72 * fh + 6 * idn.chin
-    canvas.paint(lambda u, v: np.minimum(_ellipse(u, v, 0, 0, fw, fh), _ellipse(u, v, 0, 0.3 * fh, jaw_w, jaw_h)),
-                 idn.skin, (0, 0.1 * fh, max(fw, fh) * 1.05))
+    canvas.paint(lambda u, v: np.minimum(_ellipse(u, v, 0, 0, fw, fh), _ellipse(u, v, 0, 0.3 * fh, jaw_w, jaw_h)), idn.skin, (0, 0.1 * fh, max(fw, fh) * 1.05))
     for side in (-1, 1):
         cheek_u = side * (idn.eye_spacing + 9)
-        canvas.paint(lambda u, v, cheek_u=cheek_u: _ellipse(u, v, cheek_u, 0.22 * fh, 11, 7),
-                     _shade(idn.skin, (1.02, 0.85, 0.85)), (cheek_u, 0.22 * fh, 11), alpha=0.35, softness=6.0)
+        canvas.paint(
+            lambda u, v, cheek_u=cheek_u: _ellipse(u, v, cheek_u, 0.22 * fh, 11, 7),
+            _shade(idn.skin, (1.02, 0.85, 0.85)),
+            (cheek_u, 0.22 * fh, 11),
+            alpha=0.35,
+            softness=6.0,
+        )
         if idn.earrings:
             ring_u = side * fw * 0.99
-            canvas.paint(lambda u, v, ring_u=ring_u: _ellipse(u, v, ring_u, 0.1 * fh + 7, 3.2, 3.2),
-                         (225, 185, 60), (ring_u, 0.1 * fh + 7, 3.2))
+            canvas.paint(lambda u, v, ring_u=ring_u: _ellipse(u, v, ring_u, 0.1 * fh + 7, 3.2, 3.2), (225, 185, 60), (ring_u, 0.1 * fh + 7, 3.2))
     _hair_front(canvas, idn)
     _eyes(canvas, idn, pose.blink)
     nose_v, nose_l, nose_w = -0.12 * fh + 0.75 * idn.nose_length, idn.nose_length, idn.nose_width
-    canvas.paint(lambda u, v: _ellipse(u, v, 1.5, nose_v, nose_w * 0.6, nose_l * 0.55),
-                 _shade(idn.skin, 0.86), (1.5, nose_v, nose_l * 0.55), softness=2.5)
-    canvas.paint(lambda u, v: _ellipse(u, v, 0, nose_v + nose_l * 0.4, nose_w, 4.0),
-                 _shade(idn.skin, 0.8), (0, nose_v + nose_l * 0.4, nose_w), softness=2.0)
+    canvas.paint(lambda u, v: _ellipse(u, v, 1.5, nose_v, nose_w * 0.6, nose_l * 0.55), _shade(idn.skin, 0.86), (1.5, nose_v, nose_l * 0.55), softness=2.5)
+    canvas.paint(lambda u, v: _ellipse(u, v, 0, nose_v + nose_l * 0.4, nose_w, 4.0), _shade(idn.skin, 0.8), (0, nose_v + nose_l * 0.4, nose_w), softness=2.0)
     _mouth(canvas, idn, pose)
     return np.clip(canvas.rgb + 0.5, 0, 255).astype(np.uint8)
 
@@ -138,14 +144,15 @@ def render_frame(identity: Identity, pose: Pose) -> np.ndarray:
 def _hair_back(canvas: _Canvas, idn: Identity) -> None:
     fw, fh = idn.face_width, idn.face_height
     if idn.hair_style == "long":
-        canvas.paint(lambda u, v: np.maximum(_ellipse(u, v, 0, -0.1 * fh, fw + 16, fh + 12), v - fh * 0.95),
-                     idn.hair, (0, -0.1 * fh, fh + 16))
+        canvas.paint(lambda u, v: np.maximum(_ellipse(u, v, 0, -0.1 * fh, fw + 16, fh + 12), v - fh * 0.95), idn.hair, (0, -0.1 * fh, fh + 16))
     elif idn.hair_style == "bun":
         canvas.paint(lambda u, v: _ellipse(u, v, 0, -fh - 10, 19, 17), idn.hair, (0, -fh - 10, 19))
     elif idn.hair_style == "curly":
+
         def curls(u: np.ndarray, v: np.ndarray) -> np.ndarray:
             bumps = 4.0 * np.sin(9 * np.arctan2(v + 0.2 * fh, u))
             return np.maximum(_ellipse(u, v, 0, -0.2 * fh, fw + 12, fh * 0.95) - bumps, v - 0.25 * fh)
+
         canvas.paint(curls, idn.hair, (0, -0.2 * fh, max(fw + 16, fh)))
 
 
@@ -161,8 +168,13 @@ def _hair_front(canvas: _Canvas, idn: Identity) -> None:
 
     bound = (0, -0.12 * fh, max(fw + 4, fh * 0.95))
     canvas.paint(cap, idn.hair, bound)
-    canvas.paint(lambda u, v: np.maximum(_ellipse(u, v, -0.3 * fw, -0.8 * fh, 0.35 * fw, 0.1 * fh), -cap(u, v)),
-                 _shade(idn.hair, 1.35), (-0.3 * fw, -0.8 * fh, 0.35 * fw), alpha=0.35, softness=4.0)
+    canvas.paint(
+        lambda u, v: np.maximum(_ellipse(u, v, -0.3 * fw, -0.8 * fh, 0.35 * fw, 0.1 * fh), -cap(u, v)),
+        _shade(idn.hair, 1.35),
+        (-0.3 * fw, -0.8 * fh, 0.35 * fw),
+        alpha=0.35,
+        softness=4.0,
+    )
 
 
 def _eyes(canvas: _Canvas, idn: Identity, blink: float) -> None:
@@ -185,13 +197,12 @@ def _eyes(canvas: _Canvas, idn: Identity, blink: float) -> None:
         canvas.paint(lambda u, v, white=white: np.abs(white(u, v)) - 0.7, (40, 30, 30), bound, alpha=0.9)
         brow_v, tilt = eye_v - size - 7, side * idn.brow_tilt
 
-        def brow(u: np.ndarray, v: np.ndarray, cu: float = cu, tilt: float = tilt) -> np.ndarray:
+        def brow(u: np.ndarray, v: np.ndarray, cu: float = cu, tilt: float = tilt, brow_v: float = brow_v) -> np.ndarray:
             return _ellipse(*_rotated(u, v, cu, brow_v, tilt), cu, brow_v, size * 1.4, idn.brow_thickness)
 
         canvas.paint(brow, _shade(idn.hair, 0.9), (cu, brow_v, size * 1.5))
         if idn.glasses:
-            canvas.paint(lambda u, v, cu=cu: np.abs(_ellipse(u, v, cu, eye_v, size * 1.9, size * 1.6)) - 1.3,
-                         (45, 45, 50), (cu, eye_v, size * 2.0))
+            canvas.paint(lambda u, v, cu=cu: np.abs(_ellipse(u, v, cu, eye_v, size * 1.9, size * 1.6)) - 1.3, (45, 45, 50), (cu, eye_v, size * 2.0))
     if idn.glasses:
         half = idn.eye_spacing - size * 1.9 + 1
         canvas.paint(lambda u, v: _ellipse(u, v, 0, eye_v - 2, half, 1.3), (45, 45, 50), (0, eye_v - 2, half))
@@ -204,8 +215,7 @@ def _mouth(canvas: _Canvas, idn: Identity, pose: Pose) -> None:
     canvas.paint(lambda u, v: _ellipse(u, v, 0, MOUTH_Y, half_width + 2, 3.2 + opening * 0.6), idn.lip, bound)
     canvas.paint(lambda u, v: _ellipse(u, v, 0, MOUTH_Y, half_width * 0.9, 0.9), _shade(idn.lip, 0.8), bound)
     if opening > 0.05:
-        canvas.paint(lambda u, v: _ellipse(u, v, 0, MOUTH_Y + 0.5, half_width * 0.82, opening * 0.5),
-                     MOUTH_INTERIOR, bound)
+        canvas.paint(lambda u, v: _ellipse(u, v, 0, MOUTH_Y + 0.5, half_width * 0.82, opening * 0.5), MOUTH_INTERIOR, bound)
 
 
 def reference_image(identity: Identity) -> np.ndarray:
@@ -220,5 +230,11 @@ def render_clip(identity: Identity, mouth: MouthTrack, motion_seed: int, *, fps:
 
 
 def pose_at(mouth: MouthTrack, motion: Motion, frame: int) -> Pose:
-    return Pose(float(motion.dx[frame]), float(motion.dy[frame]), float(motion.angle[frame]),
-                float(mouth.openness[frame]), float(mouth.width[frame]), float(motion.blink[frame]))
+    return Pose(
+        float(motion.dx[frame]),
+        float(motion.dy[frame]),
+        float(motion.angle[frame]),
+        float(mouth.openness[frame]),
+        float(mouth.width[frame]),
+        float(motion.blink[frame]),
+    )

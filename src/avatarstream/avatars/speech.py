@@ -23,24 +23,82 @@ VARIANTS = ("", "+f1", "+f2", "+f3", "+f4", "+f5", "+m1", "+m2", "+m3", "+m4", "
 HELD_OUT_EVERY = 5
 """Sentence seeds divisible by this are held out for evaluation."""
 
-_SUBJECTS = ("the old captain", "my neighbour", "a quiet student", "the small robot", "our teacher", "the painter",
-             "every morning the baker", "a tired traveller", "the young pilot", "her brother", "the city council",
-             "a curious child", "the night nurse", "this orchestra", "the farmer next door", "my grandmother")
-_VERBS = ("carried", "painted", "discovered", "forgot", "watched", "measured", "borrowed", "repaired", "described",
-          "ordered", "followed", "opened", "explained", "wrapped", "counted", "collected")
-_OBJECTS = ("a bright yellow kite", "seven wooden boxes", "the broken window", "an enormous map of the moon",
-            "two cups of strong coffee", "the whole library", "a basket of ripe apples", "the blue umbrella",
-            "every single letter", "a very long speech", "the heavy iron gate", "some fresh bread and cheese",
-            "the quiet harbour", "a thousand paper birds", "our old television", "the secret recipe")
-_TAILS = ("before the rain started", "without saying a word", "on a cold Tuesday", "while the music played",
-          "just after midnight", "in the middle of the market", "because nobody else would", "with great care",
-          "near the river", "during the long summer", "", "", "and then laughed", "at the end of the day")
+_SUBJECTS = (
+    "the old captain",
+    "my neighbour",
+    "a quiet student",
+    "the small robot",
+    "our teacher",
+    "the painter",
+    "every morning the baker",
+    "a tired traveller",
+    "the young pilot",
+    "her brother",
+    "the city council",
+    "a curious child",
+    "the night nurse",
+    "this orchestra",
+    "the farmer next door",
+    "my grandmother",
+)
+_VERBS = (
+    "carried",
+    "painted",
+    "discovered",
+    "forgot",
+    "watched",
+    "measured",
+    "borrowed",
+    "repaired",
+    "described",
+    "ordered",
+    "followed",
+    "opened",
+    "explained",
+    "wrapped",
+    "counted",
+    "collected",
+)
+_OBJECTS = (
+    "a bright yellow kite",
+    "seven wooden boxes",
+    "the broken window",
+    "an enormous map of the moon",
+    "two cups of strong coffee",
+    "the whole library",
+    "a basket of ripe apples",
+    "the blue umbrella",
+    "every single letter",
+    "a very long speech",
+    "the heavy iron gate",
+    "some fresh bread and cheese",
+    "the quiet harbour",
+    "a thousand paper birds",
+    "our old television",
+    "the secret recipe",
+)
+_TAILS = (
+    "before the rain started",
+    "without saying a word",
+    "on a cold Tuesday",
+    "while the music played",
+    "just after midnight",
+    "in the middle of the market",
+    "because nobody else would",
+    "with great care",
+    "near the river",
+    "during the long summer",
+    "",
+    "",
+    "and then laughed",
+    "at the end of the day",
+)
 _OPENERS = ("", "", "", "Well, ", "Yesterday ", "Honestly, ", "Last week ", "Believe it or not, ", "Oh, ")
 
 
 def sentence(seed: int) -> str:
     rng = np.random.default_rng([seed, 0x5E])
-    pick = lambda words: words[rng.integers(len(words))]  # noqa: E731
+    pick = lambda words: words[rng.integers(len(words))]
     text = f"{pick(_OPENERS)}{pick(_SUBJECTS)} {pick(_VERBS)} {pick(_OBJECTS)} {pick(_TAILS)}".strip()
     text = text[0].upper() + text[1:]
     return text + pick((".", ".", "!", "?"))
@@ -85,8 +143,7 @@ def synthesize(text: str, voice: Voice) -> np.ndarray:
         raise RuntimeError("espeak-ng is not installed; run scripts/system-deps.sh")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "speech.wav"
-        subprocess.run(["espeak-ng", "-v", voice.name, "-s", str(voice.speed), "-p", str(voice.pitch), "-w", str(path), text],
-                       check=True, capture_output=True)
+        subprocess.run(["espeak-ng", "-v", voice.name, "-s", str(voice.speed), "-p", str(voice.pitch), "-w", str(path), text], check=True, capture_output=True)
         with wave.open(str(path)) as wav:
             rate = wav.getframerate()
             data = np.frombuffer(wav.readframes(wav.getnframes()), dtype=np.int16).astype(np.float32) / 32768.0

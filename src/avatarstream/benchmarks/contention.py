@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from typing_extensions import Self
 
 from avatarstream.benchmarks.audio import bundled_speech, looped_array
 
@@ -93,7 +94,7 @@ def _render(model: str, audio: Path, env: dict[str, str], options: list[str], ou
 class _CompetingJob:
     """The competing program, running for the duration of a ``with`` block."""
 
-    def __enter__(self) -> _CompetingJob:
+    def __enter__(self) -> Self:
         env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}  # another program: OpenMP defaults
         self._process = subprocess.Popen([sys.executable, "-c", COMPETING_JOB], env=env)
         time.sleep(1.0)  # let it take the cores

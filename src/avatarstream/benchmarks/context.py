@@ -18,11 +18,10 @@ from avatarstream.errors import InputError
 from avatarstream.families.base import Family
 from avatarstream.families.demo import DemoFamily
 from avatarstream.families.options import GenerationOptions
-from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.models.demo import DemoConfig
+from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image
-
 
 #: Options of ``Family.build`` that place and schedule work rather than choose what is generated.
 RUNTIME_OPTIONS = ("residency", "overlap", "read_ahead")

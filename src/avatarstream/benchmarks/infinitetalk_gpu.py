@@ -102,8 +102,17 @@ def tiny_sizes() -> NetworkSizes:
     return NetworkSizes(
         TINY,
         Wav2Vec2Config(**TINY_WAV2VEC2),
-        umt5_config(vocab_size=vocab, d_model=text_dim, num_layers=T5_LAYERS, num_heads=T5_HEADS, d_kv=text_dim // T5_HEADS, d_ff=T5_FFN, num_buckets=T5_BUCKETS),
-        clip_vision_config(hidden_size=clip_dim, num_layers=CLIP_LAYERS, intermediate_size=4 * clip_dim, patch_size=CLIP_PATCH, image_size=CLIP_IMAGE, projection_dim=clip_dim // 2),
+        umt5_config(
+            vocab_size=vocab, d_model=text_dim, num_layers=T5_LAYERS, num_heads=T5_HEADS, d_kv=text_dim // T5_HEADS, d_ff=T5_FFN, num_buckets=T5_BUCKETS
+        ),
+        clip_vision_config(
+            hidden_size=clip_dim,
+            num_layers=CLIP_LAYERS,
+            intermediate_size=4 * clip_dim,
+            patch_size=CLIP_PATCH,
+            image_size=CLIP_IMAGE,
+            projection_dim=clip_dim // 2,
+        ),
     )
 
 
@@ -182,7 +191,9 @@ def dit_keeps_fp32(key: str) -> bool:
     return any(p in key for p in FP32_PARAMETERS)
 
 
-def materialize(network: nn.Module, device: torch.device, dtype: torch.dtype, generator: torch.Generator, keep_fp32: Callable[[str], bool] = lambda key: False) -> None:
+def materialize(
+    network: nn.Module, device: torch.device, dtype: torch.dtype, generator: torch.Generator, keep_fp32: Callable[[str], bool] = lambda key: False
+) -> None:
     """Give a meta-built network memory on ``device`` and random weights there; buffers keep their computed values.
 
     Dtypes are set while still on meta (free), so the device never holds a
@@ -280,7 +291,9 @@ def describe(scenario: Scenario) -> dict[str, Any]:
     return {"preset": scenario.preset, "size": list(scenario.size), "residency": RESIDENCIES[scenario.residency], "audio_s": scenario.seconds}
 
 
-def summarize(scenario: Scenario, report: dict[str, Any], init_stages: set[str], runtime: dict[str, Any], *, build_s: float, prepare_s: float) -> dict[str, Any]:
+def summarize(
+    scenario: Scenario, report: dict[str, Any], init_stages: set[str], runtime: dict[str, Any], *, build_s: float, prepare_s: float
+) -> dict[str, Any]:
     """The figures of one render (``report``) and of its runtime; per chunk too, since that compares across audio lengths."""
     chunks = max(report["num_chunks"], 1)
     switches = report["stage_switches"]
@@ -400,7 +413,12 @@ def release_host_cache(device: torch.device) -> None:
 
 
 def environment(device: torch.device) -> dict[str, Any]:
-    info: dict[str, Any] = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "torch": torch.__version__, "python": platform.python_version(), "device": str(device)}
+    info: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "device": str(device),
+    }
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         info.update(gpu=props.name, gpu_memory_bytes=props.total_memory, capability=f"{props.major}.{props.minor}", cuda=torch.version.cuda)
@@ -409,11 +427,19 @@ def environment(device: torch.device) -> dict[str, Any]:
 
 def parameter_counts(networks: InfiniteTalkNetworks) -> dict[str, int]:
     assert networks.text_encoder is not None and networks.image_encoder is not None
-    parts = {"dit": networks.dit, "vae": networks.vae, "audio_encoder": networks.audio_encoder, "text_encoder": networks.text_encoder.network, "image_encoder": networks.image_encoder.network}
+    parts = {
+        "dit": networks.dit,
+        "vae": networks.vae,
+        "audio_encoder": networks.audio_encoder,
+        "text_encoder": networks.text_encoder.network,
+        "image_encoder": networks.image_encoder.network,
+    }
     return {name: sum(p.numel() for p in network.parameters()) for name, network in parts.items()}
 
 
-def run_all(plan: Plan, family: InfiniteTalkFamily, device: torch.device, budget_s: float, progress: Progress, save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+def run_all(
+    plan: Plan, family: InfiniteTalkFamily, device: torch.device, budget_s: float, progress: Progress, save: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
     """Warm up, then every scenario in order; skips what the budget leaves no time for."""
     speech = bundled_speech(SAMPLE_RATE)
     for warmup in plan.warmups():
@@ -442,7 +468,9 @@ def headline(record: dict[str, Any]) -> str:
     if record["status"] != "ok":
         return f"skipped: {record['reason']}"
     peak = f", peak {record['peak_device_gib']} GiB" if record["peak_device_gib"] is not None else ""
-    return f"ttff {record['ttff_s']:.2f} s, {record['fps_out']:.2f} fps, x{record['realtime_factor']:.3f} real time, {record['steady_chunk_s']:.2f} s/chunk{peak}"
+    return (
+        f"ttff {record['ttff_s']:.2f} s, {record['fps_out']:.2f} fps, x{record['realtime_factor']:.3f} real time, {record['steady_chunk_s']:.2f} s/chunk{peak}"
+    )
 
 
 def write_json(path: Path, result: dict[str, Any]) -> None:
@@ -458,7 +486,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--device", default="cuda", help="cuda (the benchmark) or cpu (with --tiny: a dry run)")
     parser.add_argument("--tiny", action="store_true", help="tiny networks and frames: checks the run, measures nothing useful")
     parser.add_argument("--budget-s", type=float, default=390.0, help="start no scenario after this many seconds; the rest are reported as skipped")
-    parser.add_argument("--infinitetalk-steps", type=int, default=None, help="steps of the guided preset's 40 to run (default 3; each is ~10 s at 480p on an H200)")
+    parser.add_argument(
+        "--infinitetalk-steps", type=int, default=None, help="steps of the guided preset's 40 to run (default 3; each is ~10 s at 480p on an H200)"
+    )
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch (1 keeps a dry run steady on a busy machine)")
     args = parser.parse_args(argv)
     if args.threads is not None:

@@ -51,7 +51,9 @@ def raw_frames(
         window = np.zeros(hi - lo, np.float32)
         window[max(-lo, 0) : max(-lo, 0) + len(samples[max(lo, 0) : max(hi, 0)])] = samples[max(lo, 0) : max(hi, 0)]
         audio = net["audio_encoder"](torch.from_numpy(window)[None].to(device))
-        noise = seeded_noise((1, cfg.vae.latent_channels, chunk.window_frames, cfg.base_latent_size, cfg.base_latent_size), device, seed, "chunk", chunk.kind, chunk.index)
+        noise = seeded_noise(
+            (1, cfg.vae.latent_channels, chunk.window_frames, cfg.base_latent_size, cfg.base_latent_size), device, seed, "chunk", chunk.kind, chunk.index
+        )
         positions = list(chunk.cond_positions)
         if chunk.kind == "N" and chunk.index == 0:
             conditioning = ref_base[:, :, None].expand(-1, -1, len(positions), -1, -1)

@@ -50,7 +50,9 @@ def raw_frames(family: InfiniteTalkFamily, reference_image: np.ndarray, samples:
         lo = max(0, min(stop - window_frames, first - AUDIO_WINDOW // 2))
         features = wav2vec2_features(n.audio_encoder, torch.from_numpy(loudness_normalize(samples[lo * spf : stop * spf])))
         cond = ChunkConditions(y, clip, context[None], null[None], audio_windows(features, first - lo, end - first))
-        noise = seeded_noise((1, n.vae.config.z_dim, own + motion, height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE), torch.device("cpu"), seed, "chunk", "N", k)
+        noise = seeded_noise(
+            (1, n.vae.config.z_dim, own + motion, height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE), torch.device("cpu"), seed, "chunk", "N", k
+        )
         if previous is None:
             held, positions = first_latent, (0,)
         else:

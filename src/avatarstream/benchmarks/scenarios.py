@@ -13,13 +13,13 @@ import numpy as np
 
 from avatarstream.benchmarks import plots
 from avatarstream.benchmarks.audio import looped, looped_array
-from avatarstream.benchmarks.context import BenchContext
-from avatarstream.benchmarks.contention import measure_contention
 from avatarstream.benchmarks.audio_window import window_errors
+from avatarstream.benchmarks.contention import measure_contention
+from avatarstream.benchmarks.context import BenchContext
 from avatarstream.benchmarks.raw_loop import raw_frames
 from avatarstream.benchmarks.raw_loop_infinitetalk import raw_frames as raw_frames_infinitetalk
-from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS
 from avatarstream.errors import InputError
+from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS
 from avatarstream.models.demo import DemoConfig
 from avatarstream.runtime.compare import compare_policies, standard_configs
 from avatarstream.stages.infinitetalk.context import WanAudioContextStage
@@ -45,9 +45,16 @@ def speed(ctx: BenchContext) -> dict[str, Any]:
     family, load_s = ctx.family()
     runs = [ctx.run(family) for _ in range(ctx.repeats)]
     best = _median_run(ctx, runs)
-    result = {**_speed(best), "load_s": load_s, "realtime_factor_all": best["realtime_factor_all"], "ttff_s_all": best["ttff_s_all"],
-              "stage_seconds": best["stage_seconds"], "peak_rss_bytes": best["peak_rss_bytes"], "peak_device_bytes": best["peak_device_bytes"],
-              "stage_switches": best["stage_switches"]}
+    result = {
+        **_speed(best),
+        "load_s": load_s,
+        "realtime_factor_all": best["realtime_factor_all"],
+        "ttff_s_all": best["ttff_s_all"],
+        "stage_seconds": best["stage_seconds"],
+        "peak_rss_bytes": best["peak_rss_bytes"],
+        "peak_device_bytes": best["peak_device_bytes"],
+        "stage_switches": best["stage_switches"],
+    }
     result["stage_ms_per_chunk"] = _stage_ms_per_chunk(best)
     plots.stage_bars(ctx.out_dir / "speed-stages.png", result["stage_ms_per_chunk"], "time per stage per executed chunk")
     return result
@@ -67,9 +74,13 @@ def resolution(ctx: BenchContext) -> dict[str, Any]:
         family, _ = ctx.family(dataclasses.replace(base, image_size=size, base_size=size // 2))
         report = _median_run(ctx, [ctx.run(family) for _ in range(ctx.repeats)])
         rows.append({"resolution": size, **_speed(report)})
-    plots.lines(ctx.out_dir / "resolution.png", [r["resolution"] for r in rows],
-                {"fps": [r["fps_out"] for r in rows], "real-time factor": [r["realtime_factor"] for r in rows]},
-                xlabel="output resolution (square, px)", title="speed against resolution")
+    plots.lines(
+        ctx.out_dir / "resolution.png",
+        [r["resolution"] for r in rows],
+        {"fps": [r["fps_out"] for r in rows], "real-time factor": [r["realtime_factor"] for r in rows]},
+        xlabel="output resolution (square, px)",
+        title="speed against resolution",
+    )
     return {"rows": rows}
 
 
@@ -96,7 +107,10 @@ def overhead(ctx: BenchContext) -> dict[str, Any]:
         identical &= bool(np.array_equal(frames, report["frames_array"]))
     pipe, raw_t = statistics.median(pipe_s), statistics.median(raw_s)
     return {
-        "pipeline_s": pipe, "raw_loop_s": raw_t, "pipeline_s_all": pipe_s, "raw_loop_s_all": raw_s,
+        "pipeline_s": pipe,
+        "raw_loop_s": raw_t,
+        "pipeline_s_all": pipe_s,
+        "raw_loop_s_all": raw_s,
         "overhead_pct": 100 * (pipe - raw_t) / pipe,
         "loop_outside_stages_pct": statistics.median(loop_pct),
         "identical_frames": identical,
@@ -112,11 +126,22 @@ def memory(ctx: BenchContext) -> dict[str, Any]:
     rss = np.array([c["rss_bytes"] for c in report["chunks"]], dtype=np.float64)
     window = min(300.0, seconds / 6)
     first, last = rss[times <= window].max(), rss[times >= seconds - window].max()
-    plots.lines(ctx.out_dir / "memory.png", list(times / 60), {"RSS (MiB)": list(rss / 2**20)},
-                xlabel="session time (min)", title=f"resident memory per chunk over {ctx.minutes:g} min")
-    return {**_speed(report), "session_minutes": ctx.minutes, "window_s": window,
-            "peak_rss_first_window_bytes": int(first), "peak_rss_last_window_bytes": int(last),
-            "last_over_first": last / first, "peak_device_bytes": report["peak_device_bytes"]}
+    plots.lines(
+        ctx.out_dir / "memory.png",
+        list(times / 60),
+        {"RSS (MiB)": list(rss / 2**20)},
+        xlabel="session time (min)",
+        title=f"resident memory per chunk over {ctx.minutes:g} min",
+    )
+    return {
+        **_speed(report),
+        "session_minutes": ctx.minutes,
+        "window_s": window,
+        "peak_rss_first_window_bytes": int(first),
+        "peak_rss_last_window_bytes": int(last),
+        "last_over_first": last / first,
+        "peak_device_bytes": report["peak_device_bytes"],
+    }
 
 
 def _compare(ctx: BenchContext, variants: dict[str, dict[str, Any]], check_identical: bool) -> dict[str, Any]:
@@ -156,8 +181,7 @@ def compiled(ctx: BenchContext) -> dict[str, Any]:
     ctx.run(family, seconds=2.0)  # triggers compilation for the chunk shapes
     compile_s = time.perf_counter() - start
     fast = _median_run(ctx, [ctx.run(family) for _ in range(ctx.repeats)])
-    return {"eager": _speed(plain), "compiled": _speed(fast), "compile_s": compile_s,
-            "speedup": fast["realtime_factor"] / plain["realtime_factor"]}
+    return {"eager": _speed(plain), "compiled": _speed(fast), "compile_s": compile_s, "speedup": fast["realtime_factor"] / plain["realtime_factor"]}
 
 
 def residency(ctx: BenchContext) -> dict[str, Any]:
@@ -249,8 +273,14 @@ def gpu(ctx: BenchContext) -> dict[str, Any]:
     runs = [ctx.run(family) for _ in range(ctx.repeats)]
     best = _median_run(ctx, runs)
     params = {name: module.num_parameters for name, module in family.modules.items()}
-    return {**_speed(best), "load_s": load_s, "parameters": params, "resolution": family.config.image_size,
-            "stage_ms_per_chunk": _stage_ms_per_chunk(best), "peak_device_bytes": best["peak_device_bytes"]}
+    return {
+        **_speed(best),
+        "load_s": load_s,
+        "parameters": params,
+        "resolution": family.config.image_size,
+        "stage_ms_per_chunk": _stage_ms_per_chunk(best),
+        "peak_device_bytes": best["peak_device_bytes"],
+    }
 
 
 SCENARIOS["gpu"] = gpu

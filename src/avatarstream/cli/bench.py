@@ -11,11 +11,11 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.benchmarks.context import BenchContext
+from avatarstream.benchmarks.scenarios import SCENARIOS
+from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments
 from avatarstream.cli.runtime_args import add_runtime_arguments
-from avatarstream.benchmarks.scenarios import SCENARIOS
 from avatarstream.errors import InputError
 from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.runtime.devices import resolve_device
@@ -51,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
     ctx = BenchContext(args.model, device, args.seconds, args.repeats, args.out, minutes=args.minutes, model_args=args)
     machine = {
         "date": datetime.date.today().isoformat(),
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
+        "device": torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
         "torch": torch.__version__,
         "model": args.model,
     }
@@ -66,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
 def _headline(result: dict) -> str:
     keys = ("ttff_s", "realtime_factor", "fps_out", "overhead_pct", "last_over_first", "i_chunk_cost_pct", "speedup", "identical_frames")
     if "rows" in result and all("slowdown" in r for r in result["rows"]):
-        return ", ".join(f"{r['variant']}: {r['realtime_factor_alone']}x alone, {r['realtime_factor_loaded']}x loaded ({r['slowdown']}x slower)" for r in result["rows"])
+        return ", ".join(
+            f"{r['variant']}: {r['realtime_factor_alone']}x alone, {r['realtime_factor_loaded']}x loaded ({r['slowdown']}x slower)" for r in result["rows"]
+        )
     shown = {k: result[k] for k in keys if k in result}
     return ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()) or "done"

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from avatarstream.cli.help_format import DefaultsHelpFormatter
+from avatarstream.cli.runtime_args import add_runtime_arguments
 from avatarstream.errors import InputError
 from avatarstream.families import load_family
-from avatarstream.cli.runtime_args import add_runtime_arguments
 from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.runtime.devices import resolve_device
 
@@ -28,7 +28,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", type=Path, default=Path("out/eval"), help="folder for eval.json and the plots")
     p.add_argument("--weights", type=Path, help="weights folder (default: the family's own)")
-    p.add_argument("--model", default="demo", choices=("demo", "demo-tiny"), help="the demo family (eval renders procedural avatars): demo (bundled) or demo-tiny (random weights)")
+    p.add_argument(
+        "--model",
+        default="demo",
+        choices=("demo", "demo-tiny"),
+        help="the demo family (eval renders procedural avatars): demo (bundled) or demo-tiny (random weights)",
+    )
     add_runtime_arguments(p)
     p.add_argument("--clips", type=int, default=4, help="held-out identities rendered as short clips")
     p.add_argument("--clip-seconds", type=float, default=20.0, help="length of each short clip")
@@ -53,8 +58,12 @@ def run(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "eval.json").write_text(json.dumps(results, indent=2))
     plots = write_plots(series, args.out, family.config.fps)
-    print(json.dumps({k: results[k] for k in ("lip_sync_correlation", "seam_ratio_with_i_chunks", "seam_ratio_without_i_chunks",
-                                              "meets_targets") if k in results}, indent=2))
+    print(
+        json.dumps(
+            {k: results[k] for k in ("lip_sync_correlation", "seam_ratio_with_i_chunks", "seam_ratio_without_i_chunks", "meets_targets") if k in results},
+            indent=2,
+        )
+    )
     if "long" in results:
         print(f"identity last/first minute: {results['long']['identity_last_over_first']}")
     print(f"wrote {args.out / 'eval.json'} and {', '.join(str(p) for p in plots)}")

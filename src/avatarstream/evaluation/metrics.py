@@ -36,7 +36,7 @@ def _identity_mask(size: int) -> np.ndarray:
     """True outside the mouth box (the mouth is meant to move), at pooled resolution."""
     top, bottom, left, right = (v // IDENTITY_POOL for v in MOUTH_BOX)
     mask = np.ones((size // IDENTITY_POOL, size // IDENTITY_POOL), dtype=bool)
-    mask[top:bottom + 1, left:right + 1] = False
+    mask[top : bottom + 1, left : right + 1] = False
     return mask
 
 
@@ -79,7 +79,7 @@ def seam_ratio(changes: np.ndarray, border: np.ndarray) -> float:
 def per_minute(values: np.ndarray, fps: int) -> list[float]:
     """Means over whole minutes (a trailing partial minute counts if it is at least half a minute)."""
     size = 60 * fps
-    out = [float(values[i:i + size].mean()) for i in range(0, len(values), size) if len(values[i:i + size]) >= size // 2]
+    out = [float(values[i : i + size].mean()) for i in range(0, len(values), size) if len(values[i : i + size]) >= size // 2]
     return out
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from avatarstream.evaluation.run import TARGETS, Run  # noqa: E402
+from avatarstream.evaluation.run import TARGETS, Run
 
 
 def _normalised(x: np.ndarray) -> np.ndarray:
@@ -23,8 +23,11 @@ def lip_sync_plot(run: Run, path: Path, fps: int, seconds: float = 12.0) -> None
     fig, ax = plt.subplots(figsize=(9, 3))
     ax.plot(t, _normalised(run.truth)[:n], label="ground truth (renderer)", lw=1.5)
     ax.plot(t, _normalised(run.measured["openness"])[:n], label="measured in generated frames", lw=1.2)
-    ax.set(xlabel="seconds", ylabel="mouth openness (z-score)",
-           title=f"Lip sync on a held-out identity and sentence: r = {run.lip_sync:.3f} (target >= {TARGETS['lip_sync_correlation']})")
+    ax.set(
+        xlabel="seconds",
+        ylabel="mouth openness (z-score)",
+        title=f"Lip sync on a held-out identity and sentence: r = {run.lip_sync:.3f} (target >= {TARGETS['lip_sync_correlation']})",
+    )
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -35,10 +38,13 @@ def identity_plot(minutes: list[float], baseline: list[float], path: Path) -> No
     x = np.arange(1, len(minutes) + 1)
     fig, ax = plt.subplots(figsize=(7, 3))
     ax.bar(x - 0.2, minutes, width=0.4, label="generated")
-    ax.bar(x + 0.2, baseline[:len(minutes)], width=0.4, label="ground-truth render (motion only)")
+    ax.bar(x + 0.2, baseline[: len(minutes)], width=0.4, label="ground-truth render (motion only)")
     ratio = minutes[-1] / minutes[0]
-    ax.set(xlabel="minute", ylabel="identity error (0-255)",
-           title=f"Identity vs reference over a long run: last/first = {ratio:.3f} (target <= {TARGETS['identity_last_over_first']})")
+    ax.set(
+        xlabel="minute",
+        ylabel="identity error (0-255)",
+        title=f"Identity vs reference over a long run: last/first = {ratio:.3f} (target <= {TARGETS['identity_last_over_first']})",
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

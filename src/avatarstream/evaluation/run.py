@@ -50,11 +50,10 @@ class Run:
 def blocks(audio: np.ndarray, seconds: float = 1.0) -> Iterator[PcmBlock]:
     step = int(seconds * SAMPLE_RATE)
     for i in range(0, len(audio), step):
-        yield PcmBlock(audio[None, i:i + step].astype(np.float32), SAMPLE_RATE)
+        yield PcmBlock(audio[None, i : i + step].astype(np.float32), SAMPLE_RATE)
 
 
-def generate(family: DemoFamily, identity_seed: int, audio: np.ndarray, interp_frames: int,
-             device: torch.device, seed: int = 0) -> Run:
+def generate(family: DemoFamily, identity_seed: int, audio: np.ndarray, interp_frames: int, device: torch.device, seed: int = 0) -> Run:
     """Run the pipeline on `audio` with the identity's reference and measure every frame as it streams out."""
     fps = family.config.fps
     reference = reference_image(Identity.from_seed(identity_seed))
@@ -72,8 +71,7 @@ def generate(family: DemoFamily, identity_seed: int, audio: np.ndarray, interp_f
     return Run(identity_seed, interp_frames, truth, measured, seam_frames(plan, frames), report)
 
 
-def ground_truth_identity_per_minute(identity_seed: int, audio: np.ndarray, motion_seed: int, fps: int,
-                                     stride: int = 5) -> list[float]:
+def ground_truth_identity_per_minute(identity_seed: int, audio: np.ndarray, motion_seed: int, fps: int, stride: int = 5) -> list[float]:
     """Identity error per minute of the procedural render itself, from every `stride`-th frame (a baseline:
     what head motion and blinks alone cost, with no generation error)."""
     identity = Identity.from_seed(identity_seed)
@@ -90,21 +88,28 @@ def ground_truth_identity_per_minute(identity_seed: int, audio: np.ndarray, moti
     return out
 
 
-def evaluate(family: DemoFamily, device: torch.device, *, clips: int = 4, clip_seconds: float = 20.0,
-             long_minutes: float = 10.0, interp_frames: int = 3) -> tuple[dict, dict]:
+def evaluate(
+    family: DemoFamily, device: torch.device, *, clips: int = 4, clip_seconds: float = 20.0, long_minutes: float = 10.0, interp_frames: int = 3
+) -> tuple[dict, dict]:
     """Returns (results for JSON, per-frame series for plots)."""
     fps = family.config.fps
     short = []
     for k in range(clips):
         identity_seed = HELD_OUT_IDENTITIES + k
         audio = speech_track(clip_seconds, 10_000 + k, "heldout")
-        short.append((generate(family, identity_seed, audio, interp_frames, device),
-                      generate(family, identity_seed, audio, 0, device)))
+        short.append((generate(family, identity_seed, audio, interp_frames, device), generate(family, identity_seed, audio, 0, device)))
     results: dict = {
         "targets": TARGETS,
-        "clips": [{"identity_seed": on.identity_seed, "seconds": clip_seconds, "lip_sync_correlation": round(on.lip_sync, 4),
-                   "seam_ratio_with_i_chunks": round(on.seam_ratio, 4), "seam_ratio_without_i_chunks": round(off.seam_ratio, 4)}
-                  for on, off in short],
+        "clips": [
+            {
+                "identity_seed": on.identity_seed,
+                "seconds": clip_seconds,
+                "lip_sync_correlation": round(on.lip_sync, 4),
+                "seam_ratio_with_i_chunks": round(on.seam_ratio, 4),
+                "seam_ratio_without_i_chunks": round(off.seam_ratio, 4),
+            }
+            for on, off in short
+        ],
     }
     series: dict = {"short": short}
     truth = np.concatenate([on.truth for on, _ in short])
@@ -119,7 +124,8 @@ def evaluate(family: DemoFamily, device: torch.device, *, clips: int = 4, clip_s
         minutes = per_minute(long.measured["identity"], fps)
         baseline = ground_truth_identity_per_minute(identity_seed, audio, 0, fps)
         results["long"] = {
-            "minutes": long_minutes, "identity_seed": identity_seed,
+            "minutes": long_minutes,
+            "identity_seed": identity_seed,
             "identity_error_per_minute": [round(m, 3) for m in minutes],
             "ground_truth_render_identity_error_per_minute": [round(m, 3) for m in baseline],
             "identity_last_over_first": round(minutes[-1] / minutes[0], 4),
@@ -133,7 +139,6 @@ def evaluate(family: DemoFamily, device: torch.device, *, clips: int = 4, clip_s
     results["meets_targets"] = {
         "lip_sync_correlation": results["lip_sync_correlation"] >= TARGETS["lip_sync_correlation"],
         "seam_ratio_with_i_chunks": results["seam_ratio_with_i_chunks"] <= TARGETS["seam_ratio_with_i_chunks"],
-        **({"identity_last_over_first": results["identity_last_over_first"] <= TARGETS["identity_last_over_first"]}
-           if long_minutes > 0 else {}),
+        **({"identity_last_over_first": results["identity_last_over_first"] <= TARGETS["identity_last_over_first"]} if long_minutes > 0 else {}),
     }
     return results, series

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import sys
-from importlib import resources
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +18,6 @@ import torch
 
 from avatarstream.errors import InputError
 from avatarstream.families.options import GenerationOptions
-from avatarstream.sources.reference_choice import choose_reference
 from avatarstream.models.demo import (
     A2VDiT,
     AudioEncoder,
@@ -33,6 +32,7 @@ from avatarstream.pipeline.chunks import ChunkPlan
 from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.residency import Runtime
+from avatarstream.sources.reference_choice import choose_reference
 from avatarstream.stages.audio_to_video import AudioToVideoStage
 from avatarstream.stages.context import ContextGenStage
 from avatarstream.stages.decode import DecodeStage
@@ -146,7 +146,9 @@ class DemoFamily:
     def settings(self) -> dict[str, object]:
         return {**DEFAULTS, **self.options.given()}
 
-    def build(self, device: torch.device, options: GenerationOptions, *, residency: dict[str, str] | None = None, overlap: bool = False, read_ahead: bool = False) -> Pipeline:
+    def build(
+        self, device: torch.device, options: GenerationOptions, *, residency: dict[str, str] | None = None, overlap: bool = False, read_ahead: bool = False
+    ) -> Pipeline:
         """``pipeline`` from user options; the demo family takes chunking, steps and shift only."""
         options.refuse("demo", set(DEFAULTS))
         self.options = options
@@ -164,7 +166,7 @@ def _read_config(folder: Path) -> DemoConfig:
     try:
         data = json.loads(path.read_text())
         if not isinstance(data, dict):
-            raise ValueError("expected a JSON object")
+            raise TypeError("expected a JSON object")
         version = data.pop(FORMAT_KEY, FORMAT_VERSION)  # folders written before the key existed are version 1
         if version != FORMAT_VERSION:
             raise InputError(
@@ -172,5 +174,5 @@ def _read_config(folder: Path) -> DemoConfig:
                 "use the avatarstream release that wrote it, or retrain with `make train-demo`"
             )
         return DemoConfig.from_dict(data)
-    except (ValueError, json.JSONDecodeError) as exc:
+    except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
         raise InputError(f"invalid {path}: {exc}") from exc

@@ -121,7 +121,9 @@ def sampler_case(gs: GoldenSet, nets: InfiniteTalkNetworks) -> list[Check]:
     return checks
 
 
-def _step_checks(gs: GoldenSet, t: dict[str, torch.Tensor], c: int, predict: DiTPredictor, guidance: Guidance, schedule: torch.Tensor, motion: torch.Tensor) -> list[Check]:
+def _step_checks(
+    gs: GoldenSet, t: dict[str, torch.Tensor], c: int, predict: DiTPredictor, guidance: Guidance, schedule: torch.Tensor, motion: torch.Tensor
+) -> list[Check]:
     """Teacher-forced velocities at every stored step, and the update from the stored velocities alone."""
     vel_err, upd_err = 0.0, 0.0
     names = ("v_cond", "v_drop_text", "v_uncond")

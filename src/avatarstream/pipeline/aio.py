@@ -87,7 +87,7 @@ async def astream(
                     return
                 bridge.put(media)
             bridge.put(_END)
-        except BaseException as exc:  # handed to the consumer, re-raised there
+        except BaseException as exc:  # noqa: BLE001 -- not swallowed: handed to the consumer, re-raised there
             bridge.put(exc)
 
     # not a daemon: interpreter shutdown waits for it, and the stop flag ends it within one chunk

@@ -11,8 +11,8 @@ makes the loop wait.
 from __future__ import annotations
 
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +22,8 @@ import torch
 from avatarstream.errors import InputError, PipelineGraphError
 from avatarstream.pipeline.aio import astream
 from avatarstream.pipeline.chunks import Chunk, ChunkPlan, FrameLayout, Piece
-from avatarstream.pipeline.overlap import FinalizeWorker
 from avatarstream.pipeline.observer import ChunkDone, RunObserver, StageSpan
+from avatarstream.pipeline.overlap import FinalizeWorker
 from avatarstream.pipeline.stage import PHASES, Phase, Stage
 from avatarstream.pipeline.state import SessionState, StageContext
 from avatarstream.publish.media import MediaChunk
@@ -139,7 +139,9 @@ class Pipeline:
         run = _Run(self, iter(audio), seed, observers)
         yield from run.execute(reference_image, prompt)
 
-    def astream(self, audio: AsyncIterable[PcmBlock], reference_image: Any, prompt: str = "", *, seed: int = 0, observers: Sequence[RunObserver] = ()) -> AsyncIterator[MediaChunk]:
+    def astream(
+        self, audio: AsyncIterable[PcmBlock], reference_image: Any, prompt: str = "", *, seed: int = 0, observers: Sequence[RunObserver] = ()
+    ) -> AsyncIterator[MediaChunk]:
         """Async twin of ``stream`` for live sources (sockets, agents); see ``pipeline.aio``."""
         return astream(self, audio, reference_image, prompt, seed=seed, observers=observers)
 
@@ -308,9 +310,7 @@ class _Run:
         self.timeline.model_track.discard_before(first_needed * self.window.samples_per_frame)
         self.timeline.output_track.discard_before(first_needed * self.p.output_sample_rate // self.p.fps)
 
-    def _run_stage(
-        self, stage: Stage, values: dict[str, Any], upcoming: Stage, *, chunk: Chunk | None = None, frames: tuple[int, int] | None = None
-    ) -> None:
+    def _run_stage(self, stage: Stage, values: dict[str, Any], upcoming: Stage, *, chunk: Chunk | None = None, frames: tuple[int, int] | None = None) -> None:
         """Run one stage between the runtime's start/end calls; ``upcoming`` is what runs next."""
         runtime = self.p.runtime
         start_s = self.now()

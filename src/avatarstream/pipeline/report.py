@@ -111,8 +111,7 @@ class ReportRecorder(RunObserver):
                 head = json.dumps(summary, indent=2)
                 out.write(head[:-2] + ',\n  "chunks": [')
                 self._spool.seek(0)
-                for i, line in enumerate(self._spool):
-                    out.write(("\n    " if i == 0 else ",\n    ") + line.strip())
+                out.writelines(("\n    " if i == 0 else ",\n    ") + line.strip() for i, line in enumerate(self._spool))
                 out.write("\n  ]\n}\n")
         except OSError as exc:
             raise PublishError(f"cannot write report {path}: {exc.strerror}; choose a writable path with --report") from exc

@@ -11,6 +11,7 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import ClassVar
 
 from avatarstream.errors import PublishError
 from avatarstream.pipeline.observer import RunObserver, StageSpan
@@ -19,7 +20,7 @@ from avatarstream.pipeline.observer import RunObserver, StageSpan
 class TraceWriter(RunObserver):
     """One complete ('X') event per stage run, one thread row per phase."""
 
-    _TIDS = {"init": 1, "chunk": 2, "final": 3}
+    _TIDS: ClassVar[dict[str, int]] = {"init": 1, "chunk": 2, "final": 3}
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
@@ -46,16 +47,18 @@ class TraceWriter(RunObserver):
             args["chunk"] = span.chunk.name
         if span.frames is not None:
             args["frames"] = list(span.frames)
-        self._write({
-            "name": span.stage,
-            "cat": span.phase,
-            "ph": "X",
-            "pid": 1,
-            "tid": self._TIDS.get(span.phase, 0),
-            "ts": round(span.start_s * 1e6, 1),
-            "dur": round((span.end_s - span.start_s) * 1e6, 1),
-            "args": args,
-        })
+        self._write(
+            {
+                "name": span.stage,
+                "cat": span.phase,
+                "ph": "X",
+                "pid": 1,
+                "tid": self._TIDS.get(span.phase, 0),
+                "ts": round(span.start_s * 1e6, 1),
+                "dur": round((span.end_s - span.start_s) * 1e6, 1),
+                "args": args,
+            }
+        )
 
     def close(self) -> None:
         with self._lock:

@@ -66,7 +66,6 @@ class BackgroundEncoder(ClosesOnExit):
         if self._error is not None and not self._error_raised:
             raise self._worker_failure()
 
-
     def _work(self) -> None:
         try:
             while (chunk := self._queue.get()) is not _STOP:

@@ -67,4 +67,3 @@ class Mp4Writer(ClosesOnExit):
                 self._sink.close()
         except (OSError, av.error.FFmpegError) as err:
             raise PublishError(f"cannot finalize output {self.path}: {err}; check free disk space") from err
-

@@ -21,7 +21,12 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help=f"serve a live preview page (HLS or WebRTC) while rendering, and the finished stream after it until Ctrl-C; default {DEFAULT_PREVIEW}",
     )
-    g.add_argument("--keep-preview", action=argparse.BooleanOptionalAction, default=True, help="with --preview: keep serving after the render until Ctrl-C (--no-keep-preview: stop with the render)")
+    g.add_argument(
+        "--keep-preview",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --preview: keep serving after the render until Ctrl-C (--no-keep-preview: stop with the render)",
+    )
     g.add_argument("--kvs", metavar="STREAM", help="also stream to Amazon Kinesis Video Streams (region and credentials from the AWS chain)")
     g.add_argument("--kvs-stream-arn", metavar="ARN", help="the Kinesis video stream by ARN instead of --kvs NAME")
     g.add_argument("--kvs-region", metavar="REGION", help="AWS region of the stream (default: the AWS chain, e.g. AWS_DEFAULT_REGION)")

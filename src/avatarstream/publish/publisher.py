@@ -8,7 +8,6 @@ reaches back to generation or to the other sinks.
 
 from __future__ import annotations
 
-
 from avatarstream.lifecycle import ClosesOnExit
 from avatarstream.publish.background import BackgroundEncoder
 from avatarstream.publish.encoders import Encoder, create_encoder

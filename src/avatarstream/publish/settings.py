@@ -55,10 +55,7 @@ class EncoderSettings:
         if not isinstance(self.crf, int) or not 0 <= self.crf <= 51:
             raise ValueError(f"crf must be an integer in 0..51, got {self.crf!r}")
         if not self.keyframe_interval_s > 0 or round(self.fps * self.keyframe_interval_s) < 1:
-            raise ValueError(
-                f"keyframe_interval_s must give at least one frame per GOP at {self.fps} fps, "
-                f"got {self.keyframe_interval_s!r}"
-            )
+            raise ValueError(f"keyframe_interval_s must give at least one frame per GOP at {self.fps} fps, got {self.keyframe_interval_s!r}")
 
     @property
     def gop(self) -> int:

@@ -30,9 +30,9 @@ from avatarstream.errors import InputError
 from avatarstream.pipeline.module import Module
 from avatarstream.runtime.device_ops import device_ops
 from avatarstream.runtime.policies import DEFAULT_KEY, PolicySpec
-from avatarstream.runtime.streamed import has_blocks
 from avatarstream.runtime.policy import Residency
 from avatarstream.runtime.sharding import is_sharded
+from avatarstream.runtime.streamed import has_blocks
 from avatarstream.runtime.switches import switch_timer
 
 _owners: weakref.WeakKeyDictionary[torch.nn.Module, Runtime] = weakref.WeakKeyDictionary()  # network -> its runtime
@@ -111,7 +111,9 @@ class Runtime:
 
     def _take_over(self, module: Module, spec: PolicySpec) -> None:
         if is_sharded(module.network) and not spec.policy.sequential_only:
-            raise InputError(f"module {module.name!r} was sharded by an earlier pipeline and sharding cannot be undone; load the model again to use {spec.text!r}")
+            raise InputError(
+                f"module {module.name!r} was sharded by an earlier pipeline and sharding cannot be undone; load the model again to use {spec.text!r}"
+            )
         with _owners_lock:
             previous = _owners.get(module.network)
             _owners[module.network] = self

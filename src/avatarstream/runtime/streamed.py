@@ -58,8 +58,7 @@ class Streamed(Residency):
         blocks = module.network.blocks if has_blocks(module.network) else None
         if blocks is None:
             raise InputError(
-                f"module {module.name!r} cannot be streamed: it has no 'blocks' (an nn.ModuleList of transformer blocks); "
-                "use resident or offloaded for it"
+                f"module {module.name!r} cannot be streamed: it has no 'blocks' (an nn.ModuleList of transformer blocks); use resident or offloaded for it"
             )
         self.blocks = [PackedWeights(module_tensors(block), ops.host_buffer) for block in blocks]
         self.rest = DeviceCopy(PackedWeights(module_tensors(module.network, skip=blocks), ops.host_buffer), ops, ops.copy_stream)

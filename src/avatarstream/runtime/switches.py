@@ -79,10 +79,7 @@ class SwitchTimer:
     def summary(self) -> dict[str, dict[str, float]]:
         """Per kind of switch: count, mean and max exposed milliseconds."""
         with self._lock:
-            return {
-                name: {"count": st.count, "mean_ms": 1e3 * st.total_s / st.count, "max_ms": 1e3 * st.max_s}
-                for name, st in sorted(self.stats.items())
-            }
+            return {name: {"count": st.count, "mean_ms": 1e3 * st.total_s / st.count, "max_ms": 1e3 * st.max_s} for name, st in sorted(self.stats.items())}
 
 
 class CudaSwitchTimer(SwitchTimer):

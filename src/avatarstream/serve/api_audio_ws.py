@@ -36,7 +36,7 @@ CLEAN_CLOSES = {1000, 1001}  # a lost connection reads as 1005 or 1006, dependin
 
 
 @router.websocket("/sessions/{sid}/audio")
-async def audio_socket(ws: WebSocket, sid: str, format: str = "s16le", rate: int = 16000, channels: int = 1, token: str | None = None) -> None:  # noqa: A002
+async def audio_socket(ws: WebSocket, sid: str, format: str = "s16le", rate: int = 16000, channels: int = 1, token: str | None = None) -> None:
     server: ServerContext = ws.app.state.server
     try:
         server.auth.check(ws.headers.get("authorization"), token)

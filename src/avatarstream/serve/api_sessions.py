@@ -8,15 +8,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import FileResponse, Response
-from starlette.datastructures import UploadFile as StarletteUpload
 from pydantic import BaseModel, ValidationError
+from starlette.datastructures import UploadFile as StarletteUpload
 
 from avatarstream.errors import InputError
+from avatarstream.serve.audio_input import ClipSegment
 from avatarstream.serve.context import Server, ServerContext, authorized, form_body
 from avatarstream.serve.problems import Conflict, NotFound
 from avatarstream.serve.schemas import AudioQueued, Interrupted, Outputs, Problem, SessionInfo
 from avatarstream.serve.session import Mode, Session
-from avatarstream.serve.audio_input import ClipSegment
 from avatarstream.serve.uploads import AUDIO_TYPES, check_audio_type, open_upload_audio, reference_image, save_body, save_upload
 
 router = APIRouter(prefix="/sessions", tags=["live sessions"], dependencies=[Depends(authorized)])
@@ -41,7 +41,14 @@ def parse_outputs(text: str) -> Outputs:
 
 
 async def open_session(
-    server: ServerContext, mode: Mode, identity: str, reference: UploadFile | None, avatar: int | None, prompt: str, seed: int, outputs: Outputs,
+    server: ServerContext,
+    mode: Mode,
+    identity: str,
+    reference: UploadFile | None,
+    avatar: int | None,
+    prompt: str,
+    seed: int,
+    outputs: Outputs,
     audio: UploadFile | None = None,
 ) -> Session:
     """Admit, read the inputs into the new session's folder, start the run (shared by live sessions and jobs).
@@ -74,7 +81,7 @@ async def create_session(
     avatar: Annotated[int | None, Form(ge=0, description=AVATAR_HELP)] = None,
     prompt: Annotated[str, Form(max_length=2000)] = "",
     seed: Annotated[int, Form()] = 0,
-    outputs: Annotated[str, Form(description="JSON of Outputs, e.g. {\"hls\": true, \"webrtc\": true, \"file\": true}")] = "{}",
+    outputs: Annotated[str, Form(description='JSON of Outputs, e.g. {"hls": true, "webrtc": true, "file": true}')] = "{}",
 ) -> SessionInfo:
     """The avatar starts moving at once (idle) and speaks whatever audio arrives, until closed or idle too long."""
     session = await open_session(server, "live", identity, reference, avatar, prompt, seed, parse_outputs(outputs))
@@ -167,7 +174,7 @@ async def hls_file(sid: str, name: str, server: Server) -> Response:
 async def webrtc_offer(sid: str, offer: Offer, server: Server) -> dict[str, str]:
     session = server.manager.get(sid, "live")
     if session.outputs.webrtc is None:
-        raise Conflict("this session has no WebRTC output; create it with outputs {\"webrtc\": true}")
+        raise Conflict('this session has no WebRTC output; create it with outputs {"webrtc": true}')
     try:
         answer = await server.blocking(session.outputs.webrtc.relay.answer, offer.sdp, offer.type)
     except ValueError as err:
@@ -187,5 +194,5 @@ def video_response(server: ServerContext, sid: str, mode: Mode) -> FileResponse:
         info = server.manager.info(sid, mode)
         if info.state == "running":
             raise Conflict(f"the video is ready when the {'session is closed' if mode == 'live' else 'job is done'} ({info.stats.frames} frames so far)")
-        raise NotFound("this session made no video: ask for outputs {\"file\": true}" if info.state != "failed" else f"no video: {info.error}")
+        raise NotFound('this session made no video: ask for outputs {"file": true}' if info.state != "failed" else f"no video: {info.error}")
     return FileResponse(video, media_type="video/mp4", filename="avatar.mp4")

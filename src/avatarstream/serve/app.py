@@ -161,7 +161,9 @@ def _add_basic_routes(app: FastAPI) -> None:
     @app.get("/healthz", response_model=Health, tags=["server"], summary="Liveness, load and whether a token is needed")
     async def healthz(request: Request) -> Health:
         ctx = server(request)
-        return Health(status="ok", model=ctx.settings.model, sessions=len(ctx.manager.active), max_sessions=ctx.settings.max_sessions, auth_required=ctx.auth.required)
+        return Health(
+            status="ok", model=ctx.settings.model, sessions=len(ctx.manager.active), max_sessions=ctx.settings.max_sessions, auth_required=ctx.auth.required
+        )
 
     @app.get("/metrics", tags=["server"], summary="Prometheus metrics", dependencies=[Depends(authorized)], response_class=Response)
     async def metrics(request: Request) -> Response:

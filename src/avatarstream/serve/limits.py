@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
@@ -56,5 +57,11 @@ class BodyLimit:
 
     async def _refuse(self, send: Send) -> None:
         body = json.dumps({"detail": too_large_message(self.max_bytes)}).encode()
-        await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"connection", b"close")],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

@@ -48,7 +48,9 @@ class ServeMetrics:
         self.chunk_seconds = Histogram("avatarstream_chunk_seconds", "Wall time to generate one chunk", buckets=LATENCY_BUCKETS, registry=r)
         self.frames = Counter("avatarstream_frames", "Frames published", ["mode"], registry=r)
         self.frame_rate = FrameRate()
-        Gauge("avatarstream_fps", f"Frames published per second over the last {FPS_WINDOW_S:.0f} s, all sessions", registry=r).set_function(self.frame_rate.rate)
+        Gauge("avatarstream_fps", f"Frames published per second over the last {FPS_WINDOW_S:.0f} s, all sessions", registry=r).set_function(
+            self.frame_rate.rate
+        )
         self.underruns = Counter("avatarstream_underruns", "Times a live session's generation fell behind the wall clock", registry=r)
         self.interrupts = Counter("avatarstream_interrupts", "Interrupts of live sessions", registry=r)
         Gauge("avatarstream_audio_queue_seconds", "Speech queued and not yet spoken, all live sessions", registry=r).set_function(queued_audio_s)

@@ -3,14 +3,13 @@ and the browsable /docs page, served from the package's own Swagger UI files so 
 
 from __future__ import annotations
 
-from typing import Any
-
 from importlib import resources
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from avatarstream.serve.ws_messages import CLIENT_MESSAGES, SERVER_EVENTS
 

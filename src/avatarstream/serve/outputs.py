@@ -60,7 +60,5 @@ def _kvs_sink(spec: Outputs) -> Sink:
     from avatarstream.publish.kvs import KvsSettings, KvsSink  # loads botocore only when asked for
 
     assert spec.kvs is not None
-    settings = KvsSettings(
-        stream_name=spec.kvs.stream_name, stream_arn=spec.kvs.stream_arn, region=spec.kvs.region, delivered_on=spec.kvs.delivered_on
-    )
+    settings = KvsSettings(stream_name=spec.kvs.stream_name, stream_arn=spec.kvs.stream_arn, region=spec.kvs.region, delivered_on=spec.kvs.delivered_on)
     return KvsSink(settings)

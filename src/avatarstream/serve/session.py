@@ -112,7 +112,7 @@ class Session:
             self.completed = not self._stopping
         except AvatarStreamError as err:
             self._fail(str(err))
-        except Exception as err:  # noqa: BLE001 - one broken session must not take the server down
+        except Exception as err:
             logging.getLogger(__name__).exception("session %s failed", self.log_id)
             self._fail(f"internal error ({type(err).__name__}); the server log has the details")
 
@@ -163,7 +163,11 @@ class Session:
         self.engine.metrics.published(self.mode, chunk.num_frames)
         frames = chunk.frames
         motion = float(np.abs(frames[-1].astype(np.int16) - frames[0]).mean()) if chunk.num_frames > 1 else 0.0
-        self.broadcast(FramesEvent(first_frame=chunk.first_frame, count=chunk.num_frames, speech=round(speech, 3), motion=round(motion, 3), at_s=round(now - self.created, 3)))
+        self.broadcast(
+            FramesEvent(
+                first_frame=chunk.first_frame, count=chunk.num_frames, speech=round(speech, 3), motion=round(motion, 3), at_s=round(now - self.created, 3)
+            )
+        )
 
     # -- listeners (the audio WebSocket hears what happens) ------------------------------------------
 

@@ -211,7 +211,7 @@ class SessionManager:
             await asyncio.sleep(period)
             try:
                 await self.reap()
-            except Exception:  # noqa: BLE001 - housekeeping must outlive any one bad session
+            except Exception:
                 logging.getLogger(__name__).exception("reaping sessions failed")
 
     async def reap(self) -> None:

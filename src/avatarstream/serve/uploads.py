@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import numpy as np
 from fastapi import UploadFile
 from starlette.requests import Request
@@ -29,7 +30,9 @@ def check_audio_type(content_type: str | None) -> None:
     """Audio uploads say they are audio (or opaque bytes); anything else is refused before decoding."""
     base = (content_type or "").split(";")[0].strip().lower()
     if not (base.startswith("audio/") or base in ("application/octet-stream", "video/ogg")):
-        raise UnsupportedType(f"expected an audio file (Content-Type {', '.join(AUDIO_TYPES[:-1])} or {AUDIO_TYPES[-1]}), got {content_type or 'no Content-Type'}")
+        raise UnsupportedType(
+            f"expected an audio file (Content-Type {', '.join(AUDIO_TYPES[:-1])} or {AUDIO_TYPES[-1]}), got {content_type or 'no Content-Type'}"
+        )
 
 
 def check_image_type(content_type: str | None) -> None:
@@ -43,12 +46,12 @@ async def save_body(request: Request, folder: Path, max_bytes: int) -> Path:
     path = new_upload_path(folder)
     size = 0
     try:
-        with open(path, "wb") as out:
+        async with await anyio.open_file(path, "wb") as out:  # the event loop keeps serving while the disk writes
             async for part in request.stream():
                 size += len(part)
                 if size > max_bytes:
                     raise TooLarge(too_large_message(max_bytes))
-                out.write(part)
+                await out.write(part)
     except BaseException:
         path.unlink(missing_ok=True)
         raise

@@ -70,7 +70,6 @@ class AudioFileSource(ClosesOnExit):
         """Release the file; safe to call more than once."""
         self._container.close()
 
-
     def _blocks(self) -> Iterator[PcmBlock]:
         try:
             block, self._first = self._first, None
@@ -100,10 +99,7 @@ class AudioFileSource(ClosesOnExit):
         return InputError(f"cannot read audio {self.path}: {reason}; {_FORMATS_HINT}")
 
     def _damaged(self, reason: str) -> InputError:
-        return InputError(
-            f"audio {self.path} is damaged after {self._decoded_s:.1f} s ({reason}); "
-            "repair or re-export the file"
-        )
+        return InputError(f"audio {self.path} is damaged after {self._decoded_s:.1f} s ({reason}); repair or re-export the file")
 
 
 def _header_duration(container: av.container.InputContainer, stream: av.AudioStream) -> float | None:

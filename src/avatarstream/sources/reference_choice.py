@@ -15,10 +15,7 @@ from avatarstream.errors import InputError
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image, square_resize
 
-PHOTO_NOTE = (
-    "note: the bundled demo weights only animate procedural avatars (see MODEL.md); "
-    "use --avatar SEED, or --weights for a model trained on faces"
-)
+PHOTO_NOTE = "note: the bundled demo weights only animate procedural avatars (see MODEL.md); use --avatar SEED, or --weights for a model trained on faces"
 
 
 def choose_reference(reference: Path | None, avatar: int | None, size: int, *, shipped_weights: bool) -> np.ndarray:

@@ -34,12 +34,14 @@ class AudioToVideoStage(Stage):
         conditioning = ctx["conditioning"]
         if conditioning is None:  # nothing generated before: the reference stands in for motion frames
             conditioning = ctx["reference_latent"][:, :, None].expand(-1, -1, len(chunk.cond_positions), -1, -1)
-        ctx["latents"] = sample_window(self.dit.network, self.sampler, noise, conditioning, list(chunk.cond_positions),
-                                       ctx["audio_features"], ctx["text_tokens"], ctx["reference_tokens"])
+        ctx["latents"] = sample_window(
+            self.dit.network, self.sampler, noise, conditioning, list(chunk.cond_positions), ctx["audio_features"], ctx["text_tokens"], ctx["reference_tokens"]
+        )
 
 
-def sample_window(dit, sampler, noise: torch.Tensor, conditioning: torch.Tensor, positions: list[int],
-                  audio: torch.Tensor, text: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+def sample_window(
+    dit, sampler, noise: torch.Tensor, conditioning: torch.Tensor, positions: list[int], audio: torch.Tensor, text: torch.Tensor, reference: torch.Tensor
+) -> torch.Tensor:
     """Samples a window whose frames at `positions` are given; the trainer's rollouts call it too.
 
     At every step the conditioning positions of the input hold the conditioning noised to the step's t,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import torch
-
 from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext

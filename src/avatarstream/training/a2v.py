@@ -54,8 +54,16 @@ class ChunkBatch:
     reference: Tensor  # [B, C, h, w] base reference latents
 
 
-def sample_chunks(data: LatentSet, kind: str, batch: int, geometry: ChunkGeometry, audio_context: tuple[int, int],
-                  samples_per_frame: int, generator: torch.Generator, rollouts: RolloutBuffer | None = None) -> ChunkBatch:
+def sample_chunks(
+    data: LatentSet,
+    kind: str,
+    batch: int,
+    geometry: ChunkGeometry,
+    audio_context: tuple[int, int],
+    samples_per_frame: int,
+    generator: torch.Generator,
+    rollouts: RolloutBuffer | None = None,
+) -> ChunkBatch:
     """A batch of N- or I-chunk windows from random clips (all of one kind, so one window length).
 
     With `rollouts`, some windows take their conditioning from the model's own earlier chunks.
@@ -72,7 +80,7 @@ def sample_chunks(data: LatentSet, kind: str, batch: int, geometry: ChunkGeometr
             x = cond = generated.frames.float()
         elif generated is not None:  # generated motion frames, then the clip's own frames
             clip, start = generated.clip, generated.start
-            x = data.base[clip][:, start:start + window].float()
+            x = data.base[clip][:, start : start + window].float()
             cond = x.clone()
             cond[:, cond_positions] = generated.frames.float()
         else:
@@ -81,10 +89,10 @@ def sample_chunks(data: LatentSet, kind: str, batch: int, geometry: ChunkGeometr
             if kind == "N" and torch.rand((), generator=generator).item() < g.first_chunk_share:
                 start = -g.motion_frames
                 ref = data.reference_base[clip][:, None].expand(-1, g.motion_frames, -1, -1).float()
-                x = torch.cat([ref, latents[:, :g.chunk_frames].float()], dim=1)
+                x = torch.cat([ref, latents[:, : g.chunk_frames].float()], dim=1)
             else:
                 start = int(torch.randint(latents.shape[1] - window + 1, (), generator=generator))
-                x = latents[:, start:start + window].float()
+                x = latents[:, start : start + window].float()
             cond = x
         xs.append(x)
         conds.append(cond)
@@ -112,7 +120,7 @@ def _audio_window(samples: Tensor, begin: int, end: int) -> Tensor:
     out = torch.zeros(end - begin)
     lo, hi = max(begin, 0), min(end, len(samples))
     if hi > lo:
-        out[lo - begin:hi - begin] = samples[lo:hi]
+        out[lo - begin : hi - begin] = samples[lo:hi]
     return out
 
 
@@ -126,8 +134,7 @@ class A2VModels(nn.Module):
         self.reference_encoder = reference_encoder
 
 
-def flow_loss(models: A2VModels, chunk: ChunkBatch, text: Tensor, cond_noise: float, shift: float,
-              generator: torch.Generator) -> Tensor:
+def flow_loss(models: A2VModels, chunk: ChunkBatch, text: Tensor, cond_noise: float, shift: float, generator: torch.Generator) -> Tensor:
     device = text.device
     x0 = chunk.x0.to(device)
     b = x0.shape[0]
@@ -147,10 +154,23 @@ def flow_loss(models: A2VModels, chunk: ChunkBatch, text: Tensor, cond_noise: fl
     return weighted_error(v * scale, (noise - x0) * scale, mask=1 - mask5)
 
 
-def train_a2v(models: A2VModels, data: LatentSet, text: Tensor, steps: int, seed: int, *, samples_per_frame: int,
-              sampler: FlowMatchEuler, geometry: ChunkGeometry = ChunkGeometry(),
-              rollout: RolloutSettings | None = RolloutSettings(), batch: int = 8, lr: float = 5e-4, shift: float = 3.0,
-              ema_decay: float = 0.99, log: Callable[[int, dict[str, float]], None] | None = None) -> dict[str, float]:
+def train_a2v(
+    models: A2VModels,
+    data: LatentSet,
+    text: Tensor,
+    steps: int,
+    seed: int,
+    *,
+    samples_per_frame: int,
+    sampler: FlowMatchEuler,
+    geometry: ChunkGeometry = ChunkGeometry(),
+    rollout: RolloutSettings | None = RolloutSettings(),
+    batch: int = 8,
+    lr: float = 5e-4,
+    shift: float = 3.0,
+    ema_decay: float = 0.99,
+    log: Callable[[int, dict[str, float]], None] | None = None,
+) -> dict[str, float]:
     """Every third step trains I-chunks (twice the batch: they are shorter); ends with the EMA weights.
 
     With `rollout`, chains sampled by `sampler` refresh a buffer of generated conditioning every `rollout.every` steps.
@@ -170,8 +190,7 @@ def train_a2v(models: A2VModels, data: LatentSet, text: Tensor, steps: int, seed
             sample_chains(models, data, text, sampler, geometry, rollout, window_audio, generator, buffer)
             models.train()
         kind = "I" if i % 3 == 2 else "N"
-        chunk = sample_chunks(data, kind, batch * (2 if kind == "I" else 1), geometry, context, samples_per_frame,
-                              generator, buffer)
+        chunk = sample_chunks(data, kind, batch * (2 if kind == "I" else 1), geometry, context, samples_per_frame, generator, buffer)
         cond_noise = geometry.anchor_noise if kind == "I" else geometry.cond_noise
         loss = flow_loss(models, chunk, text, cond_noise, shift, generator)
         step(opt, sched, loss, params)

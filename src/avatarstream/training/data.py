@@ -20,7 +20,6 @@ from avatarstream.avatars.identity import HELD_OUT_IDENTITIES
 from avatarstream.avatars.speech import SAMPLE_RATE, speech_track
 
 
-
 def to_tensor(frames: np.ndarray) -> torch.Tensor:
     """uint8 [..., H, W, 3] -> float [..., 3, H, W] in [-1, 1]."""
     return torch.from_numpy(np.ascontiguousarray(frames)).movedim(-1, -3).float() / 127.5 - 1.0
@@ -64,8 +63,9 @@ class FrameSequences(IterableDataset):
 
 def frame_batches(seed: int, frames: int, batch: int, workers: int = 1) -> Iterator[torch.Tensor]:
     """Batches [B, T, 3, 256, 256] in [-1, 1], rendered by `workers` background processes."""
-    loader = DataLoader(FrameSequences(seed, frames), batch_size=batch, num_workers=workers,
-                        collate_fn=lambda items: to_tensor(np.stack(items)), persistent_workers=workers > 0)
+    loader = DataLoader(
+        FrameSequences(seed, frames), batch_size=batch, num_workers=workers, collate_fn=lambda items: to_tensor(np.stack(items)), persistent_workers=workers > 0
+    )
     return iter(loader)
 
 

@@ -56,7 +56,7 @@ def encode_clips(vae: CausalVAE, clips: Iterable[Clip], base_size: int, sr_every
     base, audio, openness, ref_base, ref_full, sr_low, sr_high, sr_clip = [], [], [], [], [], [], [], []
 
     def encode(video: torch.Tensor) -> torch.Tensor:  # [N, 3, H, W] -> [N, C, h, w]
-        parts = [vae.encode(video[i:i + batch].transpose(0, 1)[None])[0].transpose(0, 1) for i in range(0, len(video), batch)]
+        parts = [vae.encode(video[i : i + batch].transpose(0, 1)[None])[0].transpose(0, 1) for i in range(0, len(video), batch)]
         return torch.cat(parts)
 
     for index, clip in enumerate(clips):
@@ -72,5 +72,4 @@ def encode_clips(vae: CausalVAE, clips: Iterable[Clip], base_size: int, sr_every
         sr_low.append(low[picked].half())
         sr_high.append(encode(frames[picked]).half())
         sr_clip.append(torch.full((len(picked),), index))
-    return LatentSet(base, audio, openness, torch.stack(ref_base), torch.stack(ref_full),
-                     torch.cat(sr_low), torch.cat(sr_high), torch.cat(sr_clip))
+    return LatentSet(base, audio, openness, torch.stack(ref_base), torch.stack(ref_full), torch.cat(sr_low), torch.cat(sr_high), torch.cat(sr_clip))

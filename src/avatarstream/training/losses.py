@@ -16,8 +16,7 @@ def mouth_weights(height: int, width: int, device: torch.device | None = None) -
     top, bottom, left, right = MOUTH_BOX
     sy, sx = height / FRAME_SIZE, width / FRAME_SIZE
     weights = torch.ones(height, width, device=device)
-    weights[int(top * sy):max(int(bottom * sy + 0.999), int(top * sy) + 1),
-            int(left * sx):max(int(right * sx + 0.999), int(left * sx) + 1)] += MOUTH_WEIGHT
+    weights[int(top * sy) : max(int(bottom * sy + 0.999), int(top * sy) + 1), int(left * sx) : max(int(right * sx + 0.999), int(left * sx) + 1)] += MOUTH_WEIGHT
     return weights / weights.mean()
 
 

@@ -60,8 +60,7 @@ class Recipe:
     @classmethod
     def quick(cls) -> Recipe:
         """Minutes, not an hour: for smoke tests of the whole recipe."""
-        return cls(vae_steps=20, decoder_steps=10, clips=4, clip_seconds=3.0, a2v_steps=12, rollout_every=4, sr_steps=10,
-                   workers=0)
+        return cls(vae_steps=20, decoder_steps=10, clips=4, clip_seconds=3.0, a2v_steps=12, rollout_every=4, sr_steps=10, workers=0)
 
 
 class Progress:
@@ -80,8 +79,7 @@ class Progress:
 STAGES = ("vae", "data", "decoder", "a2v", "sr")
 
 
-def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch.device,
-        stages: tuple[str, ...] = STAGES) -> dict:
+def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch.device, stages: tuple[str, ...] = STAGES) -> dict:
     """Runs the selected stages (missing earlier results are an error) and, when all are done, writes `out`."""
     torch.manual_seed(recipe.seed)
 
@@ -116,8 +114,9 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
 
     def vae_stage() -> dict:
         batches = frame_batches(recipe.seed, recipe.vae_sequence, recipe.vae_batch, recipe.workers)
-        parts = train_vae(nets["vae"], batches, recipe.vae_steps, config.base_size, recipe.seed, lr=recipe.vae_lr,
-                          log=Progress("vae", recipe.vae_steps, every=25))
+        parts = train_vae(
+            nets["vae"], batches, recipe.vae_steps, config.base_size, recipe.seed, lr=recipe.vae_lr, log=Progress("vae", recipe.vae_steps, every=25)
+        )
         save(["vae"])
         return {"steps": recipe.vae_steps, "final": parts}
 
@@ -127,8 +126,16 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
 
     def decoder_stage() -> dict:
         batches = frame_batches(recipe.seed + 3, recipe.vae_sequence, recipe.decoder_batch, recipe.workers)
-        parts = train_vae(nets["vae"], batches, recipe.decoder_steps, config.base_size, recipe.seed + 3,
-                          lr=recipe.decoder_lr, decoder_only=True, log=Progress("decoder", recipe.decoder_steps, every=25))
+        parts = train_vae(
+            nets["vae"],
+            batches,
+            recipe.decoder_steps,
+            config.base_size,
+            recipe.seed + 3,
+            lr=recipe.decoder_lr,
+            decoder_only=True,
+            log=Progress("decoder", recipe.decoder_steps, every=25),
+        )
         family.modules["vae"].save_weights(work / "vae_final.safetensors")
         family.modules["vae"].load_weights(work / "vae.safetensors")  # later stages use the first VAE's encoder
         return {"steps": recipe.decoder_steps, "final": parts}
@@ -140,8 +147,12 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
         data = encode_clips(nets["vae"], render_clips(specs, recipe.workers), config.base_size, recipe.sr_every)
         data.save(work / "latents.safetensors")
         stacked = torch.cat([b.float().flatten(1) for b in data.base], dim=1)
-        return {"clips": recipe.clips, "frames": sum(b.shape[1] for b in data.base),
-                "latent_std": round(stacked.std().item(), 3), "latent_mean": round(stacked.mean().item(), 3)}
+        return {
+            "clips": recipe.clips,
+            "frames": sum(b.shape[1] for b in data.base),
+            "latent_std": round(stacked.std().item(), 3),
+            "latent_mean": round(stacked.mean().item(), 3),
+        }
 
     if not stage("data", ["latents.safetensors"], data_stage):
         return {"stages": records}
@@ -153,9 +164,20 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
         text_encoder = nets["text_encoder"]
         text = text_encoder(text_encoder.tokenize("").to(device))
         rollout = RolloutSettings(every=recipe.rollout_every)
-        final = train_a2v(models, data, text, recipe.a2v_steps, recipe.seed + 1, samples_per_frame=config.samples_per_frame,
-                          sampler=FlowMatchEuler(DEFAULT_STEPS, DEFAULT_SHIFT), geometry=ChunkGeometry(), rollout=rollout,
-                          batch=recipe.a2v_batch, lr=recipe.a2v_lr, log=Progress("a2v", recipe.a2v_steps, every=25))
+        final = train_a2v(
+            models,
+            data,
+            text,
+            recipe.a2v_steps,
+            recipe.seed + 1,
+            samples_per_frame=config.samples_per_frame,
+            sampler=FlowMatchEuler(DEFAULT_STEPS, DEFAULT_SHIFT),
+            geometry=ChunkGeometry(),
+            rollout=rollout,
+            batch=recipe.a2v_batch,
+            lr=recipe.a2v_lr,
+            log=Progress("a2v", recipe.a2v_steps, every=25),
+        )
         save(["a2v_dit", "audio_encoder", "reference_encoder"])
         return {"steps": recipe.a2v_steps, "rollout": asdict(rollout), "final": final}
 
@@ -163,8 +185,9 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
 
     def sr_stage() -> dict:
         use_threads(recipe.latent_threads)
-        final = train_sr(nets["sr_dit"], data, recipe.sr_steps, recipe.seed + 2, batch=recipe.sr_batch, lr=recipe.sr_lr,
-                         log=Progress("sr", recipe.sr_steps, every=25))
+        final = train_sr(
+            nets["sr_dit"], data, recipe.sr_steps, recipe.seed + 2, batch=recipe.sr_batch, lr=recipe.sr_lr, log=Progress("sr", recipe.sr_steps, every=25)
+        )
         save(["sr_dit"])
         return {"steps": recipe.sr_steps, "final": final}
 
@@ -178,22 +201,19 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
     for module in family.modules.values():
         module.network.cpu()
     family.save(out)
-    report = {"recipe": asdict(recipe), "stages": records,
-              "total_seconds": round(sum(r["seconds"] for r in records.values()), 1)}
+    report = {"recipe": asdict(recipe), "stages": records, "total_seconds": round(sum(r["seconds"] for r in records.values()), 1)}
     (out / "training.json").write_text(json.dumps(report, indent=2))
     return report
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m avatarstream.training",
-                                description="Train the demo family on procedural avatars and write a weights folder.")
+    p = argparse.ArgumentParser(prog="python -m avatarstream.training", description="Train the demo family on procedural avatars and write a weights folder.")
     p.add_argument("--out", type=Path, default=Path("src/avatarstream/assets/demo"), help="weights folder to write")
     p.add_argument("--work", type=Path, default=Path("out/train-demo"), help="folder for stage results (resumable)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="a tiny run (minutes) to check the recipe end to end")
-    p.add_argument("--stages", default=",".join(STAGES),
-                   help="comma-separated stages to run; finished ones are reused, weights are written when all are done")
+    p.add_argument("--stages", default=",".join(STAGES), help="comma-separated stages to run; finished ones are reused, weights are written when all are done")
     args = p.parse_args(argv)
     stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
     unknown = sorted(set(stages) - set(STAGES))

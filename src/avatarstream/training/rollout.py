@@ -90,9 +90,17 @@ class RolloutBuffer:
 
 
 @torch.no_grad()
-def sample_chains(models: A2VModels, data: LatentSet, text: Tensor, sampler: FlowMatchEuler, geometry: ChunkGeometry,
-                  settings: RolloutSettings, window_audio: Callable[[int, int, int], Tensor], generator: torch.Generator,
-                  buffer: RolloutBuffer) -> None:
+def sample_chains(
+    models: A2VModels,
+    data: LatentSet,
+    text: Tensor,
+    sampler: FlowMatchEuler,
+    geometry: ChunkGeometry,
+    settings: RolloutSettings,
+    window_audio: Callable[[int, int, int], Tensor],
+    generator: torch.Generator,
+    buffer: RolloutBuffer,
+) -> None:
     """Generates `settings.chains` chains of `settings.depth` N-chunks and stores N- and I-windows from them.
 
     `window_audio(clip, start, frames)` returns the audio samples a window needs (with its context).
@@ -112,18 +120,17 @@ def sample_chains(models: A2VModels, data: LatentSet, text: Tensor, sampler: Flo
         else:
             start = int(torch.randint(latest + 1, (), generator=generator))
             starts.append(start)
-            cond.append(data.base[clip][:, start:start + m].float())
+            cond.append(data.base[clip][:, start : start + m].float())
     motion = torch.stack(cond).to(device)
     reference = models.reference_encoder(data.reference_base[clips].float().to(device))
     interp_window = g.interp_frames + 2
     for _ in range(s.depth):
         audio = models.audio_encoder(torch.stack([window_audio(c, st, window) for c, st in zip(clips, starts)]).to(device))
         noise = torch.randn(s.chains, motion.shape[1], window, *motion.shape[3:], generator=generator).to(device)
-        latents = sample_window(models.dit, sampler, noise, motion, list(range(m)), audio, text.expand(s.chains, -1, -1),
-                                reference)
+        latents = sample_window(models.dit, sampler, noise, motion, list(range(m)), audio, text.expand(s.chains, -1, -1), reference)
         generated = latents[:, :, m:]
         offset = int(torch.randint(length - interp_window + 1, (), generator=generator))
-        buffer.add("I", clips, [st + m + offset for st in starts], generated[:, :, offset:offset + interp_window])
+        buffer.add("I", clips, [st + m + offset for st in starts], generated[:, :, offset : offset + interp_window])
         starts = [st + length for st in starts]
         motion = generated[:, :, -m:]
         fits = [st + window <= data.base[c].shape[1] for c, st in zip(clips, starts)]

@@ -8,8 +8,9 @@ from collections.abc import Iterable
 import torch
 
 
-def optimizer(params: Iterable[torch.nn.Parameter], lr: float, steps: int,
-              warmup: int = 100) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+def optimizer(
+    params: Iterable[torch.nn.Parameter], lr: float, steps: int, warmup: int = 100
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     opt = torch.optim.AdamW(list(params), lr=lr, betas=(0.9, 0.99), weight_decay=0.01)
 
     def factor(step: int) -> float:
@@ -21,8 +22,7 @@ def optimizer(params: Iterable[torch.nn.Parameter], lr: float, steps: int,
     return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
 
-def step(opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LambdaLR, loss: torch.Tensor,
-         params: list[torch.nn.Parameter], clip: float = 1.0) -> None:
+def step(opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LambdaLR, loss: torch.Tensor, params: list[torch.nn.Parameter], clip: float = 1.0) -> None:
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, clip)

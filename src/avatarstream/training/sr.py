@@ -33,8 +33,9 @@ def sr_loss(sr: SRDiT, data: LatentSet, batch: int, generator: torch.Generator) 
     return weighted_error(out, high)
 
 
-def train_sr(sr: SRDiT, data: LatentSet, steps: int, seed: int, *, batch: int = 32, lr: float = 1e-3,
-             log: Callable[[int, dict[str, float]], None] | None = None) -> dict[str, float]:
+def train_sr(
+    sr: SRDiT, data: LatentSet, steps: int, seed: int, *, batch: int = 32, lr: float = 1e-3, log: Callable[[int, dict[str, float]], None] | None = None
+) -> dict[str, float]:
     sr.train().requires_grad_(True)
     params = list(sr.parameters())
     opt, sched = optimizer(params, lr, steps)

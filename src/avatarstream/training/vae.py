@@ -58,9 +58,16 @@ def decoder_loss(vae: CausalVAE, video: Tensor, generator: torch.Generator) -> t
     return loss, {"full_l1": loss.item()}
 
 
-def train_vae(vae: CausalVAE, batches: Iterator[Tensor], steps: int, base_size: int, seed: int,
-              lr: float = 1e-3, decoder_only: bool = False,
-              log: Callable[[int, dict[str, float]], None] | None = None) -> dict[str, float]:
+def train_vae(
+    vae: CausalVAE,
+    batches: Iterator[Tensor],
+    steps: int,
+    base_size: int,
+    seed: int,
+    lr: float = 1e-3,
+    decoder_only: bool = False,
+    log: Callable[[int, dict[str, float]], None] | None = None,
+) -> dict[str, float]:
     """The whole VAE, or (decoder_only) the decoder alone once A2V and SR depend on the encoder's latents."""
     vae.train().requires_grad_(True)
     params = list((vae.decoder if decoder_only else vae).parameters())

@@ -48,7 +48,9 @@ class MetaLoader:
                 + (f"wrong shapes {shapes}" if wrong else "")
                 + "; is this the right model's file, and does its config.json belong to it?"
             )
-        state = {k: v.to(torch.float32 if self.keep_fp32(k) and v.is_floating_point() else self.dtype) if v.is_floating_point() else v for k, v in tensors.items()}
+        state = {
+            k: v.to(torch.float32 if self.keep_fp32(k) and v.is_floating_point() else self.dtype) if v.is_floating_point() else v for k, v in tensors.items()
+        }
         self.network.load_state_dict(state, strict=False, assign=True)
         self.filled |= set(tensors)
 

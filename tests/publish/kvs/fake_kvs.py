@@ -40,6 +40,7 @@ from kvs_ebml_reader import (
     uint,
 )
 from kvs_sigv4_check import PUT_MEDIA_SIGNED, signature_problem
+from typing_extensions import Self
 
 REGION = "us-west-2"
 CREDENTIALS = Credentials("AKIAFAKEKVSTEST", "fake/secret/key/for/tests")
@@ -102,7 +103,7 @@ class FakeKvs:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._runner: web.AppRunner | None = None
 
-    def __enter__(self) -> FakeKvs:
+    def __enter__(self) -> Self:
         self._thread.start()
         port = asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
         self.endpoint_url = f"http://127.0.0.1:{port}"
@@ -247,9 +248,7 @@ class _Feed:
 class _Session:
     """One PutMedia request's body: MKV in, acknowledgements out."""
 
-    def __init__(
-        self, kvs: FakeKvs, request: web.Request, response: web.StreamResponse, connection: Connection
-    ) -> None:
+    def __init__(self, kvs: FakeKvs, request: web.Request, response: web.StreamResponse, connection: Connection) -> None:
         self.kvs, self.request, self.response, self.connection = kvs, request, response, connection
         self.feed = _Feed(request)
         self.faults = kvs.faults
@@ -314,10 +313,7 @@ class _Session:
                 continue
             payload = await self.feed.read(_known(element))
             header += element.raw + payload
-            if (
-                element.ident == INFO
-                and uint(dict(children(payload)).get(TIMECODE_SCALE, b"\x0f\x42\x40")) != 1_000_000
-            ):
+            if element.ident == INFO and uint(dict(children(payload)).get(TIMECODE_SCALE, b"\x0f\x42\x40")) != 1_000_000:
                 raise Rejection(4006, "TimecodeScale is not 1 ms")
             if element.ident == TRACKS:
                 self._check_tracks(payload)
@@ -355,9 +351,7 @@ class _Session:
         found = tracks(payload)
         for number, codec in EXPECTED_TRACKS.items():
             if number not in found or found[number][0] != codec or not found[number][1]:
-                raise Rejection(
-                    4006, f"track {number} must be {codec} with codec private data, got {found.get(number)}"
-                )
+                raise Rejection(4006, f"track {number} must be {codec} with codec private data, got {found.get(number)}")
 
     def _check_fragment(self, cluster: bytes) -> int:
         """The fragment's latest frame time, if it keeps the rules."""

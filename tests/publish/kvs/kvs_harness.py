@@ -35,9 +35,7 @@ def fake_sink(endpoint_url: str | None, credentials: Credentials = CREDENTIALS, 
     )
 
 
-def publish(
-    sink: KvsSink, info: StreamInfo, packets: list[EncodedPacket], pause_at: dict[int, float] | None = None
-) -> SinkReport:
+def publish(sink: KvsSink, info: StreamInfo, packets: list[EncodedPacket], pause_at: dict[int, float] | None = None) -> SinkReport:
     """open, write every packet (sleeping ``pause_at[i]`` s before packet i), close."""
     sink.open(info)
     for i, packet in enumerate(packets):

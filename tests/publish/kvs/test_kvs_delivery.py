@@ -67,9 +67,7 @@ def test_connection_dropped_mid_fragment(media: Media) -> None:
     assert_exact_stream(kvs, packets)
 
 
-def test_data_endpoint_comes_from_get_data_endpoint_and_is_reloaded_after_a_failure(
-    media: Media, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_data_endpoint_comes_from_get_data_endpoint_and_is_reloaded_after_a_failure(media: Media, monkeypatch: pytest.MonkeyPatch) -> None:
     info, packets = media
     with FakeKvs(Faults(drop_at={1})) as kvs:
         monkeypatch.setenv("AWS_ENDPOINT_URL_KINESIS_VIDEO", kvs.endpoint_url)  # the control plane, via the AWS chain
@@ -97,9 +95,7 @@ def test_connections_rotate_before_their_maximum_duration(media: Media) -> None:
     info, packets = media
     keyframes = [i for i, p in enumerate(packets) if p.kind == "video" and p.keyframe]
     with FakeKvs() as kvs:
-        report = publish(
-            fake_sink(kvs.endpoint_url, max_connection_s=0.15), info, packets, pause_at={i: 0.25 for i in keyframes[1:]}
-        )
+        report = publish(fake_sink(kvs.endpoint_url, max_connection_s=0.15), info, packets, pause_at={i: 0.25 for i in keyframes[1:]})
     assert report.complete, report
     assert report.retries == 0
     assert len(kvs.connections) >= 4

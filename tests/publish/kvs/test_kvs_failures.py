@@ -18,9 +18,7 @@ Media = tuple[StreamInfo, list[EncodedPacket]]
 WRONG_SECRET = Credentials(CREDENTIALS.access_key, "not-the-secret")
 
 
-def write_until_refused(
-    sink: KvsSink, packets: list[EncodedPacket], timeout_s: float = 5.0
-) -> tuple[int, PublishError]:
+def write_until_refused(sink: KvsSink, packets: list[EncodedPacket], timeout_s: float = 5.0) -> tuple[int, PublishError]:
     """Keep writing the stream (looping) until write() raises; how many packets were accepted, and the error."""
     accepted = 0
     deadline = time.monotonic() + timeout_s

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from fake_kvs import CREDENTIALS, REGION, STREAM, FakeKvs
 from kvs_media import decode_mkv
+
+from avatarstream.cli.main import main
 from mp4_checks import decode
 from publish_needs import require_nginx_rtmp
 from rtmp_server import RtmpServer
-from stream_checks import inspect
 from sources.sine_files import write_sine
-
-from avatarstream.cli.main import main
+from stream_checks import inspect
 
 
 def test_one_render_feeds_every_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -25,11 +25,30 @@ def test_one_render_feeds_every_output(tmp_path: Path, monkeypatch: pytest.Monke
     audio, report_path, out, hls = tmp_path / "a.wav", tmp_path / "r.json", tmp_path / "o.mp4", tmp_path / "hls"
     write_sine(audio, "pcm_s16le", 16000, 1, 3.2)
     with FakeKvs() as kvs, RtmpServer(tmp_path / "nginx") as rtmp:
-        code = main([
-            "render", "--model", "demo-tiny", "--no-progress", "--audio", str(audio), "--out", str(out), "--report", str(report_path),
-            "--hls", str(hls), "--rtmp", rtmp.url("live"),
-            "--kvs", STREAM, "--kvs-region", REGION, "--kvs-endpoint", kvs.endpoint_url,
-        ])
+        code = main(
+            [
+                "render",
+                "--model",
+                "demo-tiny",
+                "--no-progress",
+                "--audio",
+                str(audio),
+                "--out",
+                str(out),
+                "--report",
+                str(report_path),
+                "--hls",
+                str(hls),
+                "--rtmp",
+                rtmp.url("live"),
+                "--kvs",
+                STREAM,
+                "--kvs-region",
+                REGION,
+                "--kvs-endpoint",
+                kvs.endpoint_url,
+            ]
+        )
         assert code == 0
         assert not kvs.problems
         from_kvs = decode_mkv(kvs.mkv())

@@ -28,8 +28,8 @@ from avatarstream.pipeline.chunks import ChunkPlan, FrameLayout
 from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.residency import Runtime
-from avatarstream.sources.reference import load_reference_image
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
+from avatarstream.sources.reference import load_reference_image
 from avatarstream.stages.infinitetalk.context import WanAudioContextStage
 from avatarstream.stages.infinitetalk.decode import WanDecodeStage
 from avatarstream.stages.infinitetalk.generate import WanAudioToVideoStage
@@ -57,7 +57,9 @@ class InfiniteTalkFamily:
     fps = FPS
 
     @classmethod
-    def load(cls, root: Path | None, *, dtype: torch.dtype, base: Path | None = None, adapter: Path | None = None, audio_encoder: Path | None = None) -> InfiniteTalkFamily:
+    def load(
+        cls, root: Path | None, *, dtype: torch.dtype, base: Path | None = None, adapter: Path | None = None, audio_encoder: Path | None = None
+    ) -> InfiniteTalkFamily:
         layout = resolve(root, base=base, adapter=adapter, audio_encoder=audio_encoder)
         networks = InfiniteTalkNetworks.load(layout, dtype)
         return cls.from_networks(networks, f"{layout.base} ({layout.layout} layout), {layout.adapter}, {layout.audio_encoder}")
@@ -91,10 +93,14 @@ class InfiniteTalkFamily:
         if not math.isfinite(settings.audio_window_s) or settings.audio_window_s < 1.0:
             raise InputError(f"--audio-window must be at least 1 second of audio, got {settings.audio_window_s}")
         if not AUDIO_WINDOW // 2 <= settings.audio_lookahead <= 10 * self.fps:
-            raise InputError(f"--audio-lookahead must be {AUDIO_WINDOW // 2} to {10 * self.fps} frames (the per-frame windows reach {AUDIO_WINDOW // 2} ahead), got {settings.audio_lookahead}")
+            raise InputError(
+                f"--audio-lookahead must be {AUDIO_WINDOW // 2} to {10 * self.fps} frames (the per-frame windows reach {AUDIO_WINDOW // 2} ahead), got {settings.audio_lookahead}"
+            )
         return settings
 
-    def build(self, device: torch.device, options: GenerationOptions, *, residency: dict[str, str] | None = None, overlap: bool = False, read_ahead: bool = False) -> Pipeline:
+    def build(
+        self, device: torch.device, options: GenerationOptions, *, residency: dict[str, str] | None = None, overlap: bool = False, read_ahead: bool = False
+    ) -> Pipeline:
         settings = self.resolved = self.resolve_options(options)
         own, motion, interp = check_geometry(settings.chunk_frames, settings.motion_frames, settings.interp_frames)
         try:
@@ -108,8 +114,12 @@ class InfiniteTalkFamily:
         stages = [
             WanReferenceStage(m["vae"], m["image_encoder"], n.image_encoder, window_video[1] - window_video[0]),  # type: ignore[arg-type]
             WanPromptStage(m["text_encoder"], n.text_encoder, options.negative_prompt if options.negative_prompt is not None else NEGATIVE_PROMPT),  # type: ignore[arg-type]
-            WanAudioContextStage(m["audio_encoder"], FRAMES, latent_shape, fps=self.fps, window_s=settings.audio_window_s, lookahead_frames=settings.audio_lookahead),
-            WanAudioToVideoStage(m["dit"], m["vae"], FRAMES, schedule, Guidance(settings.text_guidance, settings.audio_guidance), reencode=settings.motion == "reencode"),
+            WanAudioContextStage(
+                m["audio_encoder"], FRAMES, latent_shape, fps=self.fps, window_s=settings.audio_window_s, lookahead_frames=settings.audio_lookahead
+            ),
+            WanAudioToVideoStage(
+                m["dit"], m["vae"], FRAMES, schedule, Guidance(settings.text_guidance, settings.audio_guidance), reencode=settings.motion == "reencode"
+            ),
             WanDecodeStage(m["vae"]),
         ]
         plan = ChunkPlan(own, interp, motion, first_cond=1)

@@ -112,8 +112,13 @@ def markdown(counts: WeightCounts) -> str:
     lines += ["", "| weights on the device, by policy | bf16 device | bf16 pinned host | fp32 device | fp32 pinned host |", "|---|---:|---:|---:|---:|"]
     for (name, d2, h2), (_, d4, h4) in zip(policy_table(counts, 2), policy_table(counts, 4), strict=True):
         lines.append(f"| {name} | {d2:.1f} GiB | {h2:.1f} GiB | {d4:.1f} GiB | {h4:.1f} GiB |")
-    lines += ["", f"Peak host memory while loading the DiT: {loading_peak_gib(counts, 2):.1f} GiB in bf16, {loading_peak_gib(counts, 4):.1f} GiB in fp32 "
-              f"(the model plus one float32 shard of the {ORIGINAL_SHARDS}-shard download)."]  # fmt: skip
+    lines += [
+        "",
+        (
+            f"Peak host memory while loading the DiT: {loading_peak_gib(counts, 2):.1f} GiB in bf16, {loading_peak_gib(counts, 4):.1f} GiB in fp32 "
+            f"(the model plus one float32 shard of the {ORIGINAL_SHARDS}-shard download)."
+        ),
+    ]
     return "\n".join(lines)
 
 

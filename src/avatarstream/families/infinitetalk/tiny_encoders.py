@@ -65,7 +65,9 @@ def write_tiny_text_encoder(base: Path, layout: Layout, text_dim: int, seed: int
         torch.save({key: tensor.to(torch.bfloat16) for key, tensor in state.items()}, path)
         tokenizer.save_pretrained(base / T5_TOKENIZER_DIR)
         return
-    config = umt5_config(vocab_size=vocab, d_model=text_dim, num_layers=T5_LAYERS, num_heads=T5_HEADS, d_kv=text_dim // T5_HEADS, d_ff=T5_FFN, num_buckets=T5_BUCKETS)
+    config = umt5_config(
+        vocab_size=vocab, d_model=text_dim, num_layers=T5_LAYERS, num_heads=T5_HEADS, d_kv=text_dim // T5_HEADS, d_ff=T5_FFN, num_buckets=T5_BUCKETS
+    )
     network = UMT5EncoderModel(config)
     network.load_state_dict(convert_wan_t5_to_transformers(state), strict=True)
     # sharded with an index, as the real text_encoder/ folder

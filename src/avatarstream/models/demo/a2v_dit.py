@@ -38,20 +38,16 @@ class A2VDiT(nn.Module):
         self.audio_dim = cfg.audio.dim
         self.text_dim = cfg.text.dim
 
-        self.patch_in = nn.Linear((2 * c + 1) * d.patch_size ** 2, d.dim)
+        self.patch_in = nn.Linear((2 * c + 1) * d.patch_size**2, d.dim)
         self.reference_in = nn.Linear(d.dim, d.dim)
-        self.text_in = nn.Sequential(nn.Linear(cfg.text.dim, d.dim), nn.GELU(),
-                                     nn.Linear(d.dim, d.dim))
-        self.audio_in = nn.Sequential(nn.Linear(cfg.audio.dim, d.dim), nn.GELU(),
-                                      nn.Linear(d.dim, d.dim))
+        self.text_in = nn.Sequential(nn.Linear(cfg.text.dim, d.dim), nn.GELU(), nn.Linear(d.dim, d.dim))
+        self.audio_in = nn.Sequential(nn.Linear(cfg.audio.dim, d.dim), nn.GELU(), nn.Linear(d.dim, d.dim))
         self.time_embed = TimestepEmbedding(d.freq_dim, d.dim)
         self.rope = Rope3D(d.dim // d.heads, d.rope_theta)
-        self.blocks = nn.ModuleList(DiTBlock(d.dim, d.heads, d.mlp_ratio, frame_local=True)
-                                    for _ in range(d.layers))
-        self.head = FinalLayer(d.dim, c * d.patch_size ** 2)
+        self.blocks = nn.ModuleList(DiTBlock(d.dim, d.heads, d.mlp_ratio, frame_local=True) for _ in range(d.layers))
+        self.head = FinalLayer(d.dim, c * d.patch_size**2)
 
-    def forward(self, x: Tensor, cond: Tensor, mask: Tensor, t: Tensor, audio: Tensor,
-                text: Tensor, reference: Tensor) -> Tensor:
+    def forward(self, x: Tensor, cond: Tensor, mask: Tensor, t: Tensor, audio: Tensor, text: Tensor, reference: Tensor) -> Tensor:
         """x, cond [B, C, T, h, w]; mask [B, T] (1 = conditioned frame); t [B];
         audio [B, T, A, Da]; text [B, N, Dt]; reference [B, R, D] -> velocity [B, C, T, h, w]."""
         self._check(x, cond, mask, t, audio, text, reference)
@@ -64,9 +60,9 @@ class A2VDiT(nn.Module):
         video = self.patch_in(patchify(torch.cat([x, hint, mask_channel], dim=1), p))
         memory = self.reference_in(reference)
 
-        positions = torch.cat([
-            reference_positions(self.num_global_reference, hp, wp, self.reference_time, x.device),
-            grid_positions(frames, hp, wp, device=x.device)])
+        positions = torch.cat(
+            [reference_positions(self.num_global_reference, hp, wp, self.reference_time, x.device), grid_positions(frames, hp, wp, device=x.device)]
+        )
         rope = self.rope(positions)
         emb = self.time_embed(t)
         text_ctx = self.text_in(text)
@@ -83,8 +79,7 @@ class A2VDiT(nn.Module):
         bridged = bridged_frames(mask)[:, None, :, None, None]
         return torch.where(bridged, loss_scale(t, self.bridge_sigma)[:, None, None, None, None], 1.0)
 
-    def _check(self, x: Tensor, cond: Tensor, mask: Tensor, t: Tensor, audio: Tensor,
-               text: Tensor, reference: Tensor) -> None:
+    def _check(self, x: Tensor, cond: Tensor, mask: Tensor, t: Tensor, audio: Tensor, text: Tensor, reference: Tensor) -> None:
         if x.ndim != 5 or x.shape[1] != self.latent_channels:
             raise ValueError(f"x must be [B, {self.latent_channels}, T, h, w], got {tuple(x.shape)}")
         b, _, frames, h, w = x.shape
@@ -101,5 +96,4 @@ class A2VDiT(nn.Module):
         }
         for name, (got, want) in expected.items():
             if tuple(got) != tuple(want):
-                raise ValueError(f"A2VDiT: {name} has shape {tuple(got)}, expected {want}"
-                                 " (audio/text shown without their token axis)")
+                raise ValueError(f"A2VDiT: {name} has shape {tuple(got)}, expected {want} (audio/text shown without their token axis)")

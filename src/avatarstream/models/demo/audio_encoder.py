@@ -59,7 +59,7 @@ class AudioEncoder(nn.Module):
         # Mel frames needed: those owned by frames [f0 - w, f1 + w) plus conv reach.
         first = k * (self.frames_before - w) - self.centre
         count = k * (frames + 2 * w) + self.receptive - 1
-        mel = self.mel(samples[:, first * hop:(first + count - 1) * hop + self.mel.n_fft])
+        mel = self.mel(samples[:, first * hop : (first + count - 1) * hop + self.mel.n_fft])
         feats = self.convs(mel.to(self.to_tokens.weight.dtype))  # [B, C, k*(T+2w)]
 
         b = samples.shape[0]
@@ -69,7 +69,7 @@ class AudioEncoder(nn.Module):
         x = windows.permute(0, 1, 4, 2, 3).reshape(b * frames, -1, self.dim) + self.position
         for layer in self.layers:
             x = layer(x)
-        centre = x[:, w * self.tokens_per_frame:(w + 1) * self.tokens_per_frame]
+        centre = x[:, w * self.tokens_per_frame : (w + 1) * self.tokens_per_frame]
         return self.norm(centre).reshape(b, frames, self.tokens_per_frame, self.dim)
 
     def _frames(self, samples: Tensor) -> int:
@@ -81,5 +81,6 @@ class AudioEncoder(nn.Module):
         if total % spf or total // spf <= context:
             raise ValueError(
                 f"AudioEncoder needs S = (T + {self.frames_before} + {self.frames_after}) * {spf} samples"
-                f" with T >= 1 (frames_before + T + frames_after whole frames), got S = {total}")
+                f" with T >= 1 (frames_before + T + frames_after whole frames), got S = {total}"
+            )
         return total // spf - context

@@ -77,9 +77,17 @@ class DiTBlock(nn.Module):
         self.mlp = MLP(dim, mlp_ratio)
         self.modulation = _modulation(dim, 6)
 
-    def forward(self, x: Tensor, emb: Tensor, rope: Rope, context: Tensor, *,
-                memory: Tensor | None = None, cross_rope: tuple[Rope, Rope] | None = None,
-                frame_context: Tensor | None = None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        emb: Tensor,
+        rope: Rope,
+        context: Tensor,
+        *,
+        memory: Tensor | None = None,
+        cross_rope: tuple[Rope, Rope] | None = None,
+        frame_context: Tensor | None = None,
+    ) -> Tensor:
         """x [B, T*L, D] (T frames of L tokens); emb [B or 1, D];
         rope: table of the memory tokens then of x; context [B', N, D] with B' dividing B
         (consecutive rows share one); memory [B, M, D]: keys/values prepended in

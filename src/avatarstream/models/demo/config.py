@@ -124,8 +124,7 @@ class DemoConfig:
         return cls(
             image_size=64,
             base_size=32,
-            vae=VAEConfig(latent_channels=4, encoder_channels=16, decoder_channels=16,
-                          decoder_up_channels=8, groups=4),
+            vae=VAEConfig(latent_channels=4, encoder_channels=16, decoder_channels=16, decoder_up_channels=8, groups=4),
             audio=AudioEncoderConfig(n_mels=16, conv_channels=16, dim=32, layers=1, heads=2),
             text=TextEncoderConfig(dim=32, layers=1, heads=2, max_length=16),
             dit=DiTConfig(dim=32, layers=1, heads=2, freq_dim=32),
@@ -139,8 +138,7 @@ class DemoConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DemoConfig:
         """Inverse of `to_dict`; missing keys take defaults, unknown keys are an error."""
-        nested = {f.name: f.default_factory for f in dataclasses.fields(cls)
-                  if f.default_factory is not dataclasses.MISSING}
+        nested = {f.name: f.default_factory for f in dataclasses.fields(cls) if f.default_factory is not dataclasses.MISSING}
         kwargs: dict[str, Any] = {}
         for key, value in _known(cls, data).items():
             kwargs[key] = nested[key](**_known(nested[key], value)) if key in nested else value
@@ -149,7 +147,7 @@ class DemoConfig:
 
 def _known(cls: type, data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
-        raise ValueError(f"{cls.__name__}: expected a mapping, got {type(data).__name__}")
+        raise TypeError(f"{cls.__name__}: expected a mapping, got {type(data).__name__}")
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)
     if unknown:
@@ -163,37 +161,36 @@ def _check(ok: bool, message: str) -> None:
 
 
 def _check_heads(name: str, dim: int, heads: int, *, rope: bool) -> None:
-    _check(dim > 0 and heads > 0 and dim % heads == 0,
-           f"{name}: dim ({dim}) must be a positive multiple of heads ({heads})")
+    _check(dim > 0 and heads > 0 and dim % heads == 0, f"{name}: dim ({dim}) must be a positive multiple of heads ({heads})")
     if rope:
         head_dim = dim // heads
-        _check(head_dim % 2 == 0 and head_dim >= 6,
-               f"{name}: head dim ({head_dim}) must be even and >= 6 for 3D RoPE")
+        _check(head_dim % 2 == 0 and head_dim >= 6, f"{name}: head dim ({head_dim}) must be even and >= 6 for 3D RoPE")
 
 
 def _validate(cfg: DemoConfig) -> None:
     _check(cfg.fps > 0 and cfg.sample_rate > 0, "fps and sample_rate must be positive")
-    _check(cfg.sample_rate % cfg.fps == 0,
-           f"sample_rate ({cfg.sample_rate}) must be a multiple of fps ({cfg.fps})")
-    _check(cfg.image_size == SR_FACTOR * cfg.base_size,
-           f"image_size ({cfg.image_size}) must be exactly {SR_FACTOR} x base_size ({cfg.base_size})")
-    _check(cfg.base_size % (VAE_SPATIAL_FACTOR * cfg.dit.patch_size) == 0,
-           f"base_size ({cfg.base_size}) must be divisible by VAE factor {VAE_SPATIAL_FACTOR}"
-           f" x DiT patch size {cfg.dit.patch_size}")
-    _check(cfg.image_size % (VAE_SPATIAL_FACTOR * cfg.sr.patch_size) == 0,
-           f"image_size ({cfg.image_size}) must be divisible by VAE factor {VAE_SPATIAL_FACTOR}"
-           f" x SR patch size {cfg.sr.patch_size}")
+    _check(cfg.sample_rate % cfg.fps == 0, f"sample_rate ({cfg.sample_rate}) must be a multiple of fps ({cfg.fps})")
+    _check(cfg.image_size == SR_FACTOR * cfg.base_size, f"image_size ({cfg.image_size}) must be exactly {SR_FACTOR} x base_size ({cfg.base_size})")
+    _check(
+        cfg.base_size % (VAE_SPATIAL_FACTOR * cfg.dit.patch_size) == 0,
+        f"base_size ({cfg.base_size}) must be divisible by VAE factor {VAE_SPATIAL_FACTOR} x DiT patch size {cfg.dit.patch_size}",
+    )
+    _check(
+        cfg.image_size % (VAE_SPATIAL_FACTOR * cfg.sr.patch_size) == 0,
+        f"image_size ({cfg.image_size}) must be divisible by VAE factor {VAE_SPATIAL_FACTOR} x SR patch size {cfg.sr.patch_size}",
+    )
 
     a = cfg.audio
-    _check(a.mel_per_frame > 0 and cfg.samples_per_frame % a.mel_per_frame == 0,
-           f"samples per frame ({cfg.samples_per_frame}) must be a multiple of"
-           f" audio.mel_per_frame ({a.mel_per_frame})")
+    _check(
+        a.mel_per_frame > 0 and cfg.samples_per_frame % a.mel_per_frame == 0,
+        f"samples per frame ({cfg.samples_per_frame}) must be a multiple of audio.mel_per_frame ({a.mel_per_frame})",
+    )
     _check(0 < a.win_length <= a.n_fft, f"audio.win_length ({a.win_length}) must be in (0, n_fft={a.n_fft}]")
-    _check(a.tokens_per_frame > 0 and a.mel_per_frame % a.tokens_per_frame == 0,
-           f"audio.mel_per_frame ({a.mel_per_frame}) must be a multiple of"
-           f" audio.tokens_per_frame ({a.tokens_per_frame})")
-    _check(a.conv_layers >= 1 and a.context_frames >= 0 and a.layers >= 0,
-           "audio: conv_layers must be >= 1, context_frames and layers >= 0")
+    _check(
+        a.tokens_per_frame > 0 and a.mel_per_frame % a.tokens_per_frame == 0,
+        f"audio.mel_per_frame ({a.mel_per_frame}) must be a multiple of audio.tokens_per_frame ({a.tokens_per_frame})",
+    )
+    _check(a.conv_layers >= 1 and a.context_frames >= 0 and a.layers >= 0, "audio: conv_layers must be >= 1, context_frames and layers >= 0")
     _check_heads("audio", a.dim, a.heads, rope=False)
     _check_heads("text", cfg.text.dim, cfg.text.heads, rope=False)
     _check(cfg.text.max_length >= 1, "text.max_length must be >= 1")
@@ -201,11 +198,8 @@ def _validate(cfg: DemoConfig) -> None:
     _check_heads("sr", cfg.sr.dim, cfg.sr.heads, rope=True)
     _check(cfg.dit.layers >= 1 and cfg.sr.layers >= 1, "dit.layers and sr.layers must be >= 1")
     _check(0.0 < cfg.sr.t_start < 1.0, f"sr.t_start ({cfg.sr.t_start}) must be in (0, 1)")
-    _check(cfg.reference.global_tokens >= 0 and cfg.reference.layers >= 0,
-           "reference.global_tokens and reference.layers must be >= 0")
+    _check(cfg.reference.global_tokens >= 0 and cfg.reference.layers >= 0, "reference.global_tokens and reference.layers must be >= 0")
     v = cfg.vae
     for name in ("encoder_channels", "decoder_channels"):
-        _check(getattr(v, name) % v.groups == 0,
-               f"vae.{name} ({getattr(v, name)}) must be a multiple of vae.groups ({v.groups})")
-    _check(min(v.latent_channels, v.decoder_up_channels) >= 1,
-           "vae.latent_channels and vae.decoder_up_channels must be >= 1")
+        _check(getattr(v, name) % v.groups == 0, f"vae.{name} ({getattr(v, name)}) must be a multiple of vae.groups ({v.groups})")
+    _check(min(v.latent_channels, v.decoder_up_channels) >= 1, "vae.latent_channels and vae.decoder_up_channels must be >= 1")

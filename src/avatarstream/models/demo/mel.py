@@ -18,14 +18,18 @@ def _mel_to_hz(mel: Tensor) -> Tensor:
     return 700.0 * (10.0 ** (mel / 2595.0) - 1.0)
 
 
-def mel_filterbank(sample_rate: int, n_fft: int, n_mels: int,
-                   f_min: float = 0.0, f_max: float | None = None) -> Tensor:
+def mel_filterbank(sample_rate: int, n_fft: int, n_mels: int, f_min: float = 0.0, f_max: float | None = None) -> Tensor:
     """Triangular HTK-mel filters [n_fft // 2 + 1, n_mels], each normalised to unit area."""
     f_max = sample_rate / 2 if f_max is None else f_max
     freqs = torch.linspace(0.0, sample_rate / 2, n_fft // 2 + 1, dtype=torch.float64)
-    edges = _mel_to_hz(torch.linspace(_hz_to_mel(torch.tensor(f_min, dtype=torch.float64)).item(),
-                                      _hz_to_mel(torch.tensor(f_max, dtype=torch.float64)).item(),
-                                      n_mels + 2, dtype=torch.float64))
+    edges = _mel_to_hz(
+        torch.linspace(
+            _hz_to_mel(torch.tensor(f_min, dtype=torch.float64)).item(),
+            _hz_to_mel(torch.tensor(f_max, dtype=torch.float64)).item(),
+            n_mels + 2,
+            dtype=torch.float64,
+        )
+    )
     lower, centre, upper = edges[:-2], edges[1:-1], edges[2:]
     rising = (freqs[:, None] - lower) / (centre - lower)
     falling = (upper - freqs[:, None]) / (upper - centre)
@@ -50,10 +54,8 @@ class LogMel(nn.Module):
         self.register_buffer("filters", mel_filterbank(sample_rate, n_fft, n_mels), persistent=False)
 
     def forward(self, samples: Tensor) -> Tensor:
-        spec = torch.stft(samples.float(), self.n_fft, self.hop_length, self.win_length,
-                          window=self.window.float(), center=False, return_complex=True)
+        spec = torch.stft(samples.float(), self.n_fft, self.hop_length, self.win_length, window=self.window.float(), center=False, return_complex=True)
         power = spec.real.square() + spec.imag.square()  # [B, F, M]
         mel = torch.einsum("bfm,fn->bnm", power, self.filters.float())
         # log10 spans about [-10, 4] for audio in [-1, 1]; a fixed affine map keeps it near unit range.
         return (torch.log10(mel.clamp_min(1e-10)) + 4.0) / 4.0
-

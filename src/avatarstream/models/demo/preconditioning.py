@@ -29,8 +29,8 @@ MIN_TIME = 1e-4
 
 def _scales(t: Tensor, sigma: float) -> tuple[Tensor, Tensor]:
     """c_skip, c_out for r_t = (1 - t) r + t noise with std(r) = sigma."""
-    denominator = ((1 - t) * sigma) ** 2 + t ** 2
-    return (1 - t) * sigma ** 2 / denominator, t * sigma / denominator.sqrt()
+    denominator = ((1 - t) * sigma) ** 2 + t**2
+    return (1 - t) * sigma**2 / denominator, t * sigma / denominator.sqrt()
 
 
 def residual_velocity(output: Tensor, x_t: Tensor, hint: Tensor, t: Tensor, sigma: float) -> Tensor:

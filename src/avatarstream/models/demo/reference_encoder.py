@@ -15,8 +15,7 @@ from .patch import patchify
 from .rope import Rope3D, grid_positions
 
 
-def reference_positions(global_tokens: int, height: int, width: int, time: float,
-                        device: torch.device | None = None) -> Tensor:
+def reference_positions(global_tokens: int, height: int, width: int, time: float, device: torch.device | None = None) -> Tensor:
     """RoPE positions [G + h*w, 3] of reference tokens: global tokens at (time, 0, 0),
     then the patch grid at time `time`."""
     glob = torch.zeros(global_tokens, 3, device=device)
@@ -33,11 +32,10 @@ class ReferenceEncoder(nn.Module):
         self.grid = cfg.base_latent_size // d.patch_size
         self.num_global = cfg.reference.global_tokens
         self.dim = d.dim
-        self.patch_in = nn.Linear(cfg.vae.latent_channels * d.patch_size ** 2, d.dim)
+        self.patch_in = nn.Linear(cfg.vae.latent_channels * d.patch_size**2, d.dim)
         self.global_tokens = nn.Parameter(torch.randn(self.num_global, d.dim) * 0.02)
         self.rope = Rope3D(d.dim // d.heads, d.rope_theta)
-        self.layers = nn.ModuleList(EncoderLayer(d.dim, d.heads, d.mlp_ratio)
-                                    for _ in range(cfg.reference.layers))
+        self.layers = nn.ModuleList(EncoderLayer(d.dim, d.heads, d.mlp_ratio) for _ in range(cfg.reference.layers))
         self.norm = nn.LayerNorm(d.dim)
 
     @property
@@ -47,14 +45,12 @@ class ReferenceEncoder(nn.Module):
     def forward(self, latent: Tensor) -> Tensor:
         """latent [B, C, h, w] (base resolution) -> tokens [B, G + (h/p)*(w/p), dit_dim]."""
         if latent.ndim != 4 or latent.shape[1] != self.latent_channels:
-            raise ValueError(f"reference latent must be [B, {self.latent_channels}, h, w],"
-                             f" got {tuple(latent.shape)}")
+            raise ValueError(f"reference latent must be [B, {self.latent_channels}, h, w], got {tuple(latent.shape)}")
         b, _, h, w = latent.shape
         patches = self.patch_in(patchify(latent.unsqueeze(2), self.patch_size))
         glob = self.global_tokens.to(patches.dtype).expand(b, -1, -1)
         x = torch.cat([glob, patches], dim=1)
-        rope = self.rope(reference_positions(self.num_global, h // self.patch_size,
-                                             w // self.patch_size, 0.0, latent.device))
+        rope = self.rope(reference_positions(self.num_global, h // self.patch_size, w // self.patch_size, 0.0, latent.device))
         for layer in self.layers:
             x = layer(x, rope)
         return self.norm(x)

@@ -20,8 +20,7 @@ def rope_split(head_dim: int) -> tuple[int, int, int]:
     return head_dim - 2 * hw, hw, hw
 
 
-def grid_positions(frames: int, height: int, width: int, *, time_offset: float = 0.0,
-                   device: torch.device | None = None) -> Tensor:
+def grid_positions(frames: int, height: int, width: int, *, time_offset: float = 0.0, device: torch.device | None = None) -> Tensor:
     """Positions [frames*height*width, 3] in (t, h, w) raster order of a token grid."""
     t = torch.arange(frames, device=device, dtype=torch.float32) + time_offset
     h = torch.arange(height, device=device, dtype=torch.float32)
@@ -45,9 +44,7 @@ class Rope3D(nn.Module):
         if positions.ndim != 2 or positions.shape[-1] != 3:
             raise ValueError(f"positions must be [N, 3], got {tuple(positions.shape)}")
         pos = positions.float()
-        angles = torch.cat([pos[:, 0:1] * self.inv_freq_t.float(),
-                            pos[:, 1:2] * self.inv_freq_h.float(),
-                            pos[:, 2:3] * self.inv_freq_w.float()], dim=-1)
+        angles = torch.cat([pos[:, 0:1] * self.inv_freq_t.float(), pos[:, 1:2] * self.inv_freq_h.float(), pos[:, 2:3] * self.inv_freq_w.float()], dim=-1)
         return torch.polar(torch.ones_like(angles), angles)
 
 

@@ -27,14 +27,13 @@ class SRDiT(nn.Module):
         self.latent_channels = c
         self.patch_size = s.patch_size
         self.t_start = s.t_start
-        self.patch_in = nn.Linear(2 * c * s.patch_size ** 2, s.dim)
-        self.reference_in = nn.Linear(c * s.patch_size ** 2, s.dim)
+        self.patch_in = nn.Linear(2 * c * s.patch_size**2, s.dim)
+        self.reference_in = nn.Linear(c * s.patch_size**2, s.dim)
         self.reference_norm = nn.LayerNorm(s.dim)
         self.time_embed = TimestepEmbedding(cfg.dit.freq_dim, s.dim)
         self.rope = Rope3D(s.dim // s.heads, cfg.dit.rope_theta)
-        self.blocks = nn.ModuleList(DiTBlock(s.dim, s.heads, s.mlp_ratio, frame_local=False)
-                                    for _ in range(s.layers))
-        self.head = FinalLayer(s.dim, c * s.patch_size ** 2)
+        self.blocks = nn.ModuleList(DiTBlock(s.dim, s.heads, s.mlp_ratio, frame_local=False) for _ in range(s.layers))
+        self.head = FinalLayer(s.dim, c * s.patch_size**2)
 
     def forward(self, low: Tensor, reference: Tensor, noise: Tensor) -> Tensor:
         """low [B, C, T, h, w]; reference [B, C, 2h, 2w]; noise [B, C, T, 2h, 2w]
@@ -44,8 +43,9 @@ class SRDiT(nn.Module):
         if c != self.latent_channels:
             raise ValueError(f"low must have {self.latent_channels} channels, got {c}")
         if tuple(noise.shape) != (b, c, frames, hi_h, hi_w) or tuple(reference.shape) != (b, c, hi_h, hi_w):
-            raise ValueError(f"SRDiT: noise {tuple(noise.shape)} / reference {tuple(reference.shape)}"
-                             f" do not match low {tuple(low.shape)} lifted by {SR_FACTOR}")
+            raise ValueError(
+                f"SRDiT: noise {tuple(noise.shape)} / reference {tuple(reference.shape)} do not match low {tuple(low.shape)} lifted by {SR_FACTOR}"
+            )
         p = self.patch_size
         hp, wp = hi_h // p, hi_w // p
 

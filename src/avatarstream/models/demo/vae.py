@@ -59,14 +59,14 @@ class CausalTemporalBlock(nn.Module):
 
     def forward(self, x: Tensor, past: Tensor | None) -> tuple[Tensor, Tensor]:
         """x [B, T, ch, h, w]; past [B, 2, ch, h, w] or None (start: repeat the first frame)."""
-        b, t = x.shape[:2]
+        t = x.shape[1]
         y = F.silu(self.norm(x.flatten(0, 1))).view(x.shape)
         if past is None:
             past = y[:, :1].expand(-1, TEMPORAL_KERNEL - 1, -1, -1, -1)
         padded = torch.cat([past.to(y.dtype), y], dim=1)
-        stacked = torch.cat([padded[:, i:i + t] for i in range(TEMPORAL_KERNEL)], dim=2)
+        stacked = torch.cat([padded[:, i : i + t] for i in range(TEMPORAL_KERNEL)], dim=2)
         out = self.proj(stacked.flatten(0, 1)).view(x.shape)
-        return x + out, padded[:, -(TEMPORAL_KERNEL - 1):].clone()
+        return x + out, padded[:, -(TEMPORAL_KERNEL - 1) :].clone()
 
 
 class Encoder(nn.Module):
@@ -77,11 +77,14 @@ class Encoder(nn.Module):
         half = channels // 2
         self.net = nn.Sequential(
             nn.PixelUnshuffle(2),
-            nn.Conv2d(12, half, 3, padding=1), nn.SiLU(),
-            nn.Conv2d(half, channels, 3, stride=2, padding=1), nn.SiLU(),
+            nn.Conv2d(12, half, 3, padding=1),
+            nn.SiLU(),
+            nn.Conv2d(half, channels, 3, stride=2, padding=1),
+            nn.SiLU(),
             nn.Conv2d(channels, channels, 3, stride=2, padding=1),
             ResBlock(channels, groups),
-            nn.GroupNorm(groups, channels), nn.SiLU(),
+            nn.GroupNorm(groups, channels),
+            nn.SiLU(),
             nn.Conv2d(channels, latent_channels, 3, padding=1),
         )
 
@@ -97,11 +100,11 @@ class Decoder(nn.Module):
         self.res = ResBlock(channels, groups)
         self.temporal2 = CausalTemporalBlock(channels, groups)
         self.norm_out = nn.GroupNorm(groups, channels)
-        self.up = nn.Sequential(nn.Conv2d(channels, 4 * up_channels, 1), nn.PixelShuffle(2), nn.SiLU(),
-                                nn.Conv2d(up_channels, up_channels, 3, padding=1), nn.SiLU())
+        self.up = nn.Sequential(
+            nn.Conv2d(channels, 4 * up_channels, 1), nn.PixelShuffle(2), nn.SiLU(), nn.Conv2d(up_channels, up_channels, 3, padding=1), nn.SiLU()
+        )
         final = VAE_SPATIAL_FACTOR // 2
-        self.to_rgb = nn.Sequential(nn.Conv2d(up_channels, 3 * final * final, 3, padding=1),
-                                    nn.PixelShuffle(final))
+        self.to_rgb = nn.Sequential(nn.Conv2d(up_channels, 3 * final * final, 3, padding=1), nn.PixelShuffle(final))
 
     def forward(self, z: Tensor, cache: VAEDecodeCache | None) -> tuple[Tensor, VAEDecodeCache]:
         """z [B, T, C, h, w] -> rgb [B*T, 3, 8h, 8w] in [-1, 1]."""
@@ -134,15 +137,13 @@ class CausalVAE(nn.Module):
         z = self.encoder(video.transpose(1, 2).flatten(0, 1))
         return z.view(b, t, *z.shape[1:]).transpose(1, 2)
 
-    def decode(self, latents: Tensor, cache: VAEDecodeCache | None = None
-               ) -> tuple[Tensor, VAEDecodeCache]:
+    def decode(self, latents: Tensor, cache: VAEDecodeCache | None = None) -> tuple[Tensor, VAEDecodeCache]:
         """latents [B, C, T, h, w] -> (video [B, 3, T, 8h, 8w] in [-1, 1], cache for the next call).
 
         Decoding a sequence at once equals decoding it chunk by chunk while
         threading the returned cache through; cache=None starts a stream."""
         if latents.ndim != 5 or latents.shape[1] != self.latent_channels:
-            raise ValueError(f"latents must be [B, {self.latent_channels}, T, h, w],"
-                             f" got {tuple(latents.shape)}")
+            raise ValueError(f"latents must be [B, {self.latent_channels}, T, h, w], got {tuple(latents.shape)}")
         if cache is not None:
             _check_cache(cache, latents)
         b, _, t = latents.shape[:3]

@@ -16,7 +16,7 @@ from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, VAE_TEMPORAL_S
 
 def group_by_latent_frame(audio: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """[B, 1+4(T-1), 5, blocks, channels] -> first frame [B, 1, 5*b*c], later frames [B, T-1, 8*b*c]."""
-    batch, pixel_frames = audio.shape[:2]
+    pixel_frames = audio.shape[1]
     if (pixel_frames - 1) % VAE_TEMPORAL_STRIDE:
         raise ValueError(f"audio covers {pixel_frames} pixel frames; expected 1 + {VAE_TEMPORAL_STRIDE}k")
     mid = AUDIO_WINDOW // 2

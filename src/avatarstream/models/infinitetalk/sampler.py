@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+
 def timesteps(steps: int, shift: float, num_train_timesteps: int = 1000) -> torch.Tensor:
     """[steps + 1] float32: ``shift``-warped linspace(1000, 1) followed by a final 0."""
     if steps < 1:

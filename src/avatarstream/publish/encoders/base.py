@@ -36,10 +36,7 @@ class Encoder(ABC, ClosesOnExit):
         """Validate the chunk, encode its frames and audio, return the packets ready so far."""
         self._check_frames(chunk)
         if chunk.first_frame != self.frames_encoded:
-            raise ValueError(
-                f"chunk starts at frame {chunk.first_frame} but {self.frames_encoded} frames were written; "
-                "chunks must be consecutive"
-            )
+            raise ValueError(f"chunk starts at frame {chunk.first_frame} but {self.frames_encoded} frames were written; chunks must be consecutive")
         audio = match_channels(chunk.audio, self.settings.audio_channels)
         packets = self._encode(chunk.frames, audio)
         self.frames_encoded += chunk.num_frames
@@ -63,14 +60,12 @@ class Encoder(ABC, ClosesOnExit):
     def close(self) -> None:
         """Release the codecs (idempotent); packets not flushed are lost."""
 
-
     def _check_frames(self, chunk: MediaChunk) -> None:
         expected = (self.settings.height, self.settings.width, 3)
         frames = chunk.frames
         if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[1:] != expected:
             raise ValueError(
-                f"frames must be uint8 RGB [T, {expected[0]}, {expected[1]}, 3] to match the encoder "
-                f"settings, got {frames.dtype} {list(frames.shape)}"
+                f"frames must be uint8 RGB [T, {expected[0]}, {expected[1]}, 3] to match the encoder settings, got {frames.dtype} {list(frames.shape)}"
             )
 
 

@@ -25,9 +25,7 @@ from avatarstream.publish.settings import EncoderSettings
 # is not signalled and it was measured to lose the last partial frame.
 AAC_PRIMING_SAMPLES = 1024
 AAC_FRAME = 1024
-REQUIRED_ELEMENTS = (
-    "appsrc", "appsink", "videoconvert", "audioconvert", "x264enc", "h264parse", "avenc_aac", "aacparse"
-)
+REQUIRED_ELEMENTS = ("appsrc", "appsink", "videoconvert", "audioconvert", "x264enc", "h264parse", "avenc_aac", "aacparse")
 SETUP_HINT = "run scripts/system-deps.sh (GStreamer plugins) and pip install -e '.[gstreamer]' (PyGObject), or just run make test"
 PULL_TIMEOUT_S = 10.0  # an encoder that produces nothing for this long has failed
 

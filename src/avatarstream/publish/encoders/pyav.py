@@ -73,9 +73,7 @@ class PyAvEncoder(Encoder):
 
     def _video_packets(self, packets: list[av.Packet]) -> list[EncodedPacket]:
         time_base = Fraction(1, self.settings.fps)
-        return [
-            EncodedPacket("video", avcc_from_annexb(bytes(p)), p.pts, p.dts, time_base, p.is_keyframe) for p in packets
-        ]
+        return [EncodedPacket("video", avcc_from_annexb(bytes(p)), p.pts, p.dts, time_base, p.is_keyframe) for p in packets]
 
     def _audio_packets(self, packets: list[av.Packet]) -> list[EncodedPacket]:
         time_base = Fraction(1, self.settings.audio_rate)

@@ -43,10 +43,7 @@ class PutMediaTarget:
         self._session = session
         self.region = settings.region or session.get_config_variable("region")
         if not self.region:
-            raise InputError(
-                "no AWS region for Kinesis Video Streams: set AWS_DEFAULT_REGION, a region in your AWS profile, "
-                "or --kvs-region"
-            )
+            raise InputError("no AWS region for Kinesis Video Streams: set AWS_DEFAULT_REGION, a region in your AWS profile, or --kvs-region")
         self._credentials = session.get_credentials()
         if self._credentials is None:
             raise InputError(
@@ -93,9 +90,7 @@ class PutMediaTarget:
 
     def _get_data_endpoint(self) -> str:
         settings = self._settings
-        config = Config(
-            connect_timeout=settings.connect_timeout_s, read_timeout=settings.ack_timeout_s, retries={"max_attempts": 1}
-        )
+        config = Config(connect_timeout=settings.connect_timeout_s, read_timeout=settings.ack_timeout_s, retries={"max_attempts": 1})
         stream = {"StreamName": settings.stream_name} if settings.stream_name else {"StreamARN": settings.stream_arn}
         try:
             client = self._session.create_client(SERVICE, region_name=self.region, config=config)

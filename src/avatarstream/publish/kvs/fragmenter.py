@@ -121,9 +121,7 @@ class Fragmenter:
 
     def _complete(self) -> list[Fragment]:
         done = []
-        while len(self._open) >= 2 and (
-            len(self._open) >= 3 or (self._audio_ms is not None and self._audio_ms >= self._open[1].start_ms)
-        ):
+        while len(self._open) >= 2 and (len(self._open) >= 3 or (self._audio_ms is not None and self._audio_ms >= self._open[1].start_ms)):
             done.append(self._finish(self._open.pop(0)))
         return done
 

@@ -47,15 +47,11 @@ class KvsSettings:
         if (self.stream_name is None) == (self.stream_arn is None):
             raise InputError("a Kinesis Video Streams output needs one of --kvs NAME or --kvs-stream-arn ARN")
         if self.stream_name is not None and not _STREAM_NAME.fullmatch(self.stream_name):
-            raise InputError(
-                f"--kvs {self.stream_name!r} is not a Kinesis video stream name: "
-                "use 1-256 characters from a-z, A-Z, 0-9, '_', '.', '-'"
-            )
+            raise InputError(f"--kvs {self.stream_name!r} is not a Kinesis video stream name: use 1-256 characters from a-z, A-Z, 0-9, '_', '.', '-'")
         arn = self.stream_arn
         if arn is not None and (len(arn) > _MAX_ARN or not _STREAM_ARN.fullmatch(arn)):
             raise InputError(
-                f"--kvs-stream-arn {self.stream_arn!r} is not a Kinesis video stream ARN "
-                "(arn:aws:kinesisvideo:REGION:ACCOUNT:stream/NAME/CREATION_TIME)"
+                f"--kvs-stream-arn {self.stream_arn!r} is not a Kinesis video stream ARN (arn:aws:kinesisvideo:REGION:ACCOUNT:stream/NAME/CREATION_TIME)"
             )
         if self.endpoint_url is not None:
             check_endpoint_url(self.endpoint_url)

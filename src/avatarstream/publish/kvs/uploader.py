@@ -83,9 +83,7 @@ class Uploader:
                     await self._pause(self._backoff.delay(self._failures))
         if self._buffer and self._tally.last_failure is None:
             timeout = self._settings.close_timeout_s
-            self._tally.failure(
-                f"{len(self._buffer)} fragments still unacknowledged when closing ran out ({timeout:g} s)"
-            )
+            self._tally.failure(f"{len(self._buffer)} fragments still unacknowledged when closing ran out ({timeout:g} s)")
         self._tally.dropped += sum(f.packets for f in self._buffer.clear())
 
     async def _work_to_do(self) -> bool:
@@ -173,10 +171,7 @@ class Uploader:
         if result is not None and result[1]:
             fragment = result[0]
             self._tally.dropped += fragment.packets
-            self._tally.error(
-                f"fragment at {fragment.timecode_ms} ms given up after {attempts} ERROR acknowledgements "
-                f"({ack.error_text()})"
-            )
+            self._tally.error(f"fragment at {fragment.timecode_ms} ms given up after {attempts} ERROR acknowledgements ({ack.error_text()})")
         return f"ERROR acknowledgement for the fragment at {ack.timecode} ms ({ack.error_text()})"
 
     def _rejection_message(self, error: Rejected, url: str) -> str:

@@ -42,9 +42,7 @@ class PreviewServer(WebRtcSink):
             self._http = ThreadingHTTPServer((host, port), _handler(self))
         except OSError as err:
             self.relay.close()
-            raise PublishError(
-                f"cannot serve the preview on {host}:{port}: {err.strerror or err}; choose another --preview HOST:PORT"
-            ) from err
+            raise PublishError(f"cannot serve the preview on {host}:{port}: {err.strerror or err}; choose another --preview HOST:PORT") from err
         self._http.daemon_threads = True
         self.host, self.port = self._http.server_address[:2]
         self.name = f"preview:{self.url}"
@@ -73,7 +71,7 @@ class PreviewServer(WebRtcSink):
 
 def _handler(server: PreviewServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/":
                 self._send_static("index.html")
@@ -84,7 +82,7 @@ def _handler(server: PreviewServer) -> type[BaseHTTPRequestHandler]:
             else:
                 self.send_error(HTTPStatus.NOT_FOUND)
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             if self.path != "/offer":
                 self.send_error(HTTPStatus.NOT_FOUND)
                 return

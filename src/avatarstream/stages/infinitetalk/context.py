@@ -32,7 +32,9 @@ class WanAudioContextStage(Stage):
     reads = ("chunk", "audio")
     writes = ("audio_windows", "noise")
 
-    def __init__(self, audio_encoder: Module, frames: FrameLayout, latent_shape: tuple[int, int, int], *, fps: int, window_s: float, lookahead_frames: int) -> None:
+    def __init__(
+        self, audio_encoder: Module, frames: FrameLayout, latent_shape: tuple[int, int, int], *, fps: int, window_s: float, lookahead_frames: int
+    ) -> None:
         if window_s <= 0 or lookahead_frames < AUDIO_WINDOW // 2:
             raise ValueError(f"need window_s > 0 and lookahead_frames >= {AUDIO_WINDOW // 2}")
         self.audio_encoder = audio_encoder

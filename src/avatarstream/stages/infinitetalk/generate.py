@@ -22,7 +22,18 @@ from avatarstream.pipeline.state import StageContext
 from avatarstream.stages.infinitetalk.common import device_and_dtype
 from avatarstream.stages.infinitetalk.reference import conditioning_channels
 
-READS = ("chunk", "audio_windows", "noise", "conditioning", "reference_latent", "reference_y", "reference_pixels", "clip_features", "text_context", "text_context_null")
+READS = (
+    "chunk",
+    "audio_windows",
+    "noise",
+    "conditioning",
+    "reference_latent",
+    "reference_y",
+    "reference_pixels",
+    "clip_features",
+    "text_context",
+    "text_context_null",
+)
 
 
 def reencode_motion(vae: torch.nn.Module, latents: torch.Tensor, chunk: Chunk) -> torch.Tensor:
