@@ -23,6 +23,7 @@ from avatarstream.errors import InputError
 from avatarstream.families import load_family
 from avatarstream.families.base import Family
 from avatarstream.families.options import GenerationOptions
+from avatarstream.output_paths import check_outputs, removed_on_failure
 from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.pipeline.trace import TraceWriter
 from avatarstream.publish import EncoderSettings
@@ -101,6 +102,7 @@ def render(
         raise InputError(f"--seed must be 0 or more, got {seed}")
     set_threads(threads)
     outputs = out if isinstance(out, Outputs) else Outputs(file=out)
+    check_outputs(outputs, report, trace)
     if audio is None:
         audio = DEFAULT_SPEECH
     opened = open_audio_file(audio) if isinstance(audio, (str, os.PathLike)) else None  # a file is ours to close
@@ -161,7 +163,8 @@ def _render(
     tracer = TraceWriter(Path(trace)) if trace is not None else None
     if tracer is not None:
         observers.append(tracer)
-    publisher = outputs.open(settings)
+    with removed_on_failure(outputs):
+        publisher = outputs.open(settings)
     kept = next((s for s in publisher.sinks if getattr(s, "keep_serving", False)), None)  # the preview, when it outlives the render
     duration = getattr(audio, "duration_s", None)
     try:
