@@ -44,7 +44,7 @@ TOLERANCES = {
     "fds": Tolerance(absolute=6, level="max"),  # a leak of one per session passes this within minutes
     "threads": Tolerance(absolute=6, level="max"),
     "ttff_s": Tolerance(absolute=0.5, relative=0.5),
-    "underruns_per_min": Tolerance(absolute=2.0, relative=0.5),
+    "underruns_per_min": Tolerance(absolute=2.0, relative=0.5, level="mean"),
 }
 METRICS = {
     "avatarstream_underruns": "underruns",

@@ -20,7 +20,7 @@ class Tolerance:
 
     absolute: float
     relative: float = 0.0
-    level: str = "median"  # or "max": for counts that go up and down with the sessions open (threads, file descriptors)
+    level: str = "median"  # "max": for counts that swing with the sessions open (threads, descriptors); "mean": for bursty rates
 
 
 def trend(times: Sequence[float], values: Sequence[float], tolerance: Tolerance, warmup_s: float) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def trend(times: Sequence[float], values: Sequence[float], tolerance: Tolerance,
     if len(kept) < 3:
         return {"samples": len(kept), "ok": False, "why": "fewer than 3 samples after the warm-up: run longer"}
     third = len(kept) // 3
-    level: Callable[[Sequence[float]], float] = max if tolerance.level == "max" else statistics.median
+    level: Callable[[Sequence[float]], float] = {"max": max, "mean": statistics.fmean}.get(tolerance.level, statistics.median)
     first, last = level(kept[:third]), level(kept[-third:])
     allowed = tolerance.absolute + tolerance.relative * abs(first)
     rise = last - first
