@@ -43,7 +43,7 @@ async def audio_socket(ws: WebSocket, sid: str, format: str = "s16le", rate: int
         session = server.manager.get(sid, "live")
         decoder = None if format == "encoded" else PcmDecoder(format, rate, channels)
     except (ServeError, InputError) as err:
-        await _refuse(ws, err)
+        await refuse(ws, err)
         return
     await ws.accept()
     session.sockets += 1
@@ -111,7 +111,7 @@ async def _send(ws: WebSocket, message: dict[str, Any]) -> None:
             await ws.send_json(message)
 
 
-async def _refuse(ws: WebSocket, err: Exception) -> None:
+async def refuse(ws: WebSocket, err: Exception) -> None:
     """Answer the handshake with an HTTP error and a JSON body where the server can, else close with a reason."""
     status = err.status if isinstance(err, ServeError) else 422
     headers = CHALLENGE if status == 401 else None

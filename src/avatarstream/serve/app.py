@@ -22,8 +22,8 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-from fastapi import Depends, FastAPI, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi import Depends, FastAPI, Request, WebSocket
+from fastapi.exceptions import RequestValidationError, WebSocketRequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -130,10 +130,14 @@ def _add_handlers(app: FastAPI) -> None:
         event("request failed", logging.ERROR, error=str(err))
         return JSONResponse({"detail": str(err)}, status_code=500)
 
+    @app.exception_handler(WebSocketRequestValidationError)
+    async def invalid_socket(ws: WebSocket, err: WebSocketRequestValidationError) -> None:
+        """A query FastAPI cannot parse (``rate=fast``) is refused like any other bad query: 422 with a JSON detail, not a bare 403."""
+        await api_audio_ws.refuse(ws, InputError(_problems(err)))
+
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, err: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:]) or e['loc'][0]}: {e['msg']}" for e in err.errors())
-        return JSONResponse({"detail": problems}, status_code=422)
+        return JSONResponse({"detail": _problems(err)}, status_code=422)
 
     @app.middleware("http")
     async def log_requests(request: Request, call_next):  # type: ignore[no-untyped-def]
@@ -143,6 +147,10 @@ def _add_handlers(app: FastAPI) -> None:
         if route not in ("/metrics", "/healthz", "/sessions/{sid}/hls/{name}") or response.status_code >= 400:
             event("request", method=request.method, route=route, status=response.status_code, ms=round((time.perf_counter() - start) * 1000, 1))
         return response
+
+
+def _problems(err: RequestValidationError | WebSocketRequestValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:]) or e['loc'][0]}: {e['msg']}" for e in err.errors())
 
 
 def _add_basic_routes(app: FastAPI) -> None:
