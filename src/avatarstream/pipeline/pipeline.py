@@ -62,7 +62,8 @@ class AudioWindow:
 
     def read(self, first_frame: int, end_frame: int) -> np.ndarray:
         """Mono samples of frames ``[first_frame, end_frame)``; silence outside the audio."""
-        return self.track.read(first_frame * self.samples_per_frame, end_frame * self.samples_per_frame)[0]
+        mono: np.ndarray = self.track.read(first_frame * self.samples_per_frame, end_frame * self.samples_per_frame)[0]
+        return mono
 
 
 class Pipeline:
@@ -170,7 +171,7 @@ class _Run:
         stages = self.p._by_phase["init"]
         for stage, upcoming in zip(stages, (*stages[1:], self.p._by_phase["chunk"][0]), strict=True):
             self._run_stage(stage, self.session.values, upcoming)
-        worker = FinalizeWorker(self.p.device) if self.p.overlap else None
+        worker: FinalizeWorker[MediaChunk] | None = FinalizeWorker(self.p.device) if self.p.overlap else None
         try:
             yield from self._chunk_loop(worker)
         finally:
@@ -179,7 +180,7 @@ class _Run:
         for obs in self.observers:
             obs.on_end(self.total_video or 0, self.timeline.duration_s, self.now())
 
-    def _chunk_loop(self, worker: FinalizeWorker | None) -> Iterator[MediaChunk]:
+    def _chunk_loop(self, worker: FinalizeWorker[MediaChunk] | None) -> Iterator[MediaChunk]:
         chunk = self.p.plan.first()
         next_publish = 0
         ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avatarstream-ahead") if self._reads_ahead(worker) else None
@@ -220,7 +221,7 @@ class _Run:
             if ahead is not None:
                 ahead.shutdown(wait=True, cancel_futures=True)
 
-    def _reads_ahead(self, worker: FinalizeWorker | None) -> bool:
+    def _reads_ahead(self, worker: FinalizeWorker[MediaChunk] | None) -> bool:
         return worker is not None and self.p.read_ahead and bool(self.p._independent)
 
     def _prepare(self, chunk: Chunk) -> dict[str, Any]:
@@ -266,7 +267,7 @@ class _Run:
         after = self.p._by_phase["final" if publishes else "chunk"][0]  # a held-back N-chunk goes straight to the next chunk
         for stage, upcoming in zip(stages, (*stages[1:], after), strict=True):
             self._run_stage(stage, step, upcoming, chunk=chunk)
-        latents = step["latents"]
+        latents: torch.Tensor = step["latents"]
         if chunk.kind == "N":
             self.session.held.put(chunk, latents)
         return latents
