@@ -32,7 +32,7 @@ class Backoff:
     max_s: float = 10.0
 
     def delay(self, failures: int) -> float:
-        return min(self.max_s, self.first_s * 2 ** max(failures - 1, 0))
+        return min(self.max_s, self.first_s * 2.0 ** max(failures - 1, 0))
 
 
 class SinkRunner:
