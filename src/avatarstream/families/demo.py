@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import resources
 from pathlib import Path
 
@@ -84,13 +85,13 @@ class DemoFamily:
             return cls.random(DemoConfig.tiny() if variant == "tiny" else DemoConfig(), seed=seed)
         folder = Path(weights_dir)
         config = _read_config(folder)
-        modules = {name: Module.build(name, lambda net=net: net(config), weights=folder / f"{name}.safetensors") for name, net in _NETWORKS.items()}
+        modules = {name: Module.build(name, partial(net, config), weights=folder / f"{name}.safetensors") for name, net in _NETWORKS.items()}
         return cls(config, modules, str(folder))
 
     @classmethod
     def random(cls, config: DemoConfig, *, seed: int = 0) -> DemoFamily:
         """Every module from random weights drawn from ``seed`` (for benchmarks and before training)."""
-        modules = {name: Module.build(name, lambda net=net: net(config), seed=seed + i) for i, (name, net) in enumerate(_NETWORKS.items())}
+        modules = {name: Module.build(name, partial(net, config), seed=seed + i) for i, (name, net) in enumerate(_NETWORKS.items())}
         return cls(config, modules, f"random (seed {seed})")
 
     def save(self, folder: str | Path) -> None:

@@ -109,7 +109,7 @@ class InfiniteTalkFamily:
             raise InputError(f"invalid sampler setting: {exc}") from exc
         width, height = settings.size
         m, n = self.modules, self.networks
-        latent_shape = (n.vae.config.z_dim, height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE)
+        latent_shape = (n.vae.config["z_dim"], height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE)
         window_video = FRAMES.window_video_range(0, own + motion)
         stages = [
             WanReferenceStage(m["vae"], m["image_encoder"], n.image_encoder, window_video[1] - window_video[0]),  # type: ignore[arg-type]

@@ -122,9 +122,10 @@ def _load_transformers_clip(folder: Path, dtype: torch.dtype) -> CLIPVisionModel
     config_path = folder / "config.json"
     raw = _read_config(config_path, "clip_vision_model", "clip")
     if raw["model_type"] == "clip":  # a full CLIP config: its vision part
-        raw = raw.get("vision_config")
-        if not isinstance(raw, dict):
+        vision = raw.get("vision_config")
+        if not isinstance(vision, dict):
             raise InputError(f"{config_path} is a CLIP config without a vision_config; expected the image encoder's config")
+        raw = vision
     config = _config_from_dict(CLIPVisionConfig, raw, config_path)
     checkpoint = ShardedCheckpoint.open(folder, "model")
     return _fill_clip(config, checkpoint.shards(), checkpoint.source, dtype)
