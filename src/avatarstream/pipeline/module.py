@@ -39,9 +39,9 @@ class Module:
         return module
 
     def network_as(self, kind: type[N]) -> N:
-        """The network as the class a model-specific stage drives; a module holding another class is a wiring error."""
+        """The network as the class a model-specific caller (a stage, a trainer) drives; a module holding another class is a wiring error."""
         if not isinstance(self.network, kind):
-            raise PipelineGraphError(f"module {self.name!r} holds a {type(self.network).__name__}, not the {kind.__name__} this stage drives")
+            raise PipelineGraphError(f"module {self.name!r} holds a {type(self.network).__name__} where a {kind.__name__} is needed")
         return self.network
 
     def load_weights(self, path: Path) -> None:
