@@ -11,7 +11,7 @@ makes the loop wait.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -142,7 +142,7 @@ class Pipeline:
 
     def astream(
         self, audio: AsyncIterable[PcmBlock], reference_image: Any, prompt: str = "", *, seed: int = 0, observers: Sequence[RunObserver] = ()
-    ) -> AsyncIterator[MediaChunk]:
+    ) -> AsyncGenerator[MediaChunk, None]:
         """Async twin of ``stream`` for live sources (sockets, agents); see ``pipeline.aio``."""
         return astream(self, audio, reference_image, prompt, seed=seed, observers=observers)
 

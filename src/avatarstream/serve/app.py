@@ -26,6 +26,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.middleware.base import RequestResponseEndpoint
 
 from avatarstream.errors import AvatarStreamError, InputError
 from avatarstream.families import load_family
@@ -136,7 +137,7 @@ def _add_handlers(app: FastAPI) -> None:
         return JSONResponse({"detail": problems}, status_code=422)
 
     @app.middleware("http")
-    async def log_requests(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def log_requests(request: Request, call_next: RequestResponseEndpoint) -> Response:
         start = time.perf_counter()
         response = await call_next(request)
         route = getattr(request.scope.get("route"), "path", "?")  # the template: session ids stay out of the logs
