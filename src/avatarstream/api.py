@@ -11,7 +11,7 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,7 +65,7 @@ def render(
     prompt: str = "",
     model: str | Family = "demo",
     weights: PathLike | None = None,
-    folders: dict[str, PathLike] | None = None,
+    folders: Mapping[str, PathLike] | None = None,
     dtype: str | None = None,
     options: GenerationOptions | None = None,
     device: str | torch.device = "auto",
@@ -120,7 +120,7 @@ def render(
 
 def _render(
     audio: Iterable[PcmBlock], reference: PathLike | None, outputs: Outputs, rank: RankInfo, device: torch.device, *, avatar: int | None,
-    prompt: str, model: str | Family, weights: PathLike | None, folders: dict[str, PathLike] | None, dtype: str | None, options: GenerationOptions, residency: str,
+    prompt: str, model: str | Family, weights: PathLike | None, folders: Mapping[str, PathLike] | None, dtype: str | None, options: GenerationOptions, residency: str,
     overlap: bool | None, seed: int, preset: str, report: PathLike | None, trace: PathLike | None, progress: bool,
 ) -> RenderResult:  # fmt: skip
     load_start = time.perf_counter()

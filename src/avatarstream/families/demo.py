@@ -8,6 +8,7 @@ from a fixed seed, so every run of the same command is identical.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from functools import partial
@@ -77,7 +78,7 @@ class DemoFamily:
     options: GenerationOptions = field(default_factory=GenerationOptions)  # of the last build
 
     @classmethod
-    def load(cls, variant: str, weights_dir: str | Path | None, *, seed: int = 0) -> DemoFamily:
+    def load(cls, variant: str, weights_dir: str | os.PathLike[str] | None, *, seed: int = 0) -> DemoFamily:
         if weights_dir is None and variant == "default" and (SHIPPED_WEIGHTS / "config.json").is_file():
             weights_dir = Path(str(SHIPPED_WEIGHTS))
         if weights_dir is None:
