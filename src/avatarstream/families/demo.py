@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -145,7 +146,7 @@ class DemoFamily:
         return (self.config.image_size, self.config.image_size)
 
     @property
-    def settings(self) -> dict[str, object]:
+    def settings(self) -> dict[str, Any]:
         return {**DEFAULTS, **self.options.given()}
 
     def build(
@@ -154,7 +155,7 @@ class DemoFamily:
         """``pipeline`` from user options; the demo family takes chunking, steps and shift only."""
         options.refuse("demo", set(DEFAULTS))
         self.options = options
-        return self.pipeline(device, **self.settings, residency=residency, overlap=overlap, read_ahead=read_ahead)  # type: ignore[arg-type]
+        return self.pipeline(device, **self.settings, residency=residency, overlap=overlap, read_ahead=read_ahead)
 
     def reference(self, path: Path | None, avatar: int | None) -> np.ndarray:
         shipped = not self.weights.startswith("random") and Path(self.weights) == Path(str(SHIPPED_WEIGHTS))

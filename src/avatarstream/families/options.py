@@ -7,6 +7,7 @@ refuses it by name, so a wrong flag is an error, never silently ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 from avatarstream.errors import InputError
 
@@ -27,7 +28,7 @@ class GenerationOptions:
     audio_window_s: float | None = None
     audio_lookahead: int | None = None  # video frames of audio after a chunk its features see
 
-    def given(self) -> dict[str, object]:
+    def given(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
     def refuse(self, family: str, supported: set[str]) -> None:

@@ -70,7 +70,7 @@ def create_app(settings: ServeSettings) -> FastAPI:
     except ValueError as err:
         raise InputError(str(err)) from err
     owns_work_dir = settings.work_dir is None
-    work_dir = Path(tempfile.mkdtemp(prefix="avatarstream-serve-")) if owns_work_dir else Path(settings.work_dir)  # type: ignore[arg-type]
+    work_dir = Path(tempfile.mkdtemp(prefix="avatarstream-serve-")) if settings.work_dir is None else Path(settings.work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=2 * settings.max_sessions + 4, thread_name_prefix="serve")
     manager: SessionManager

@@ -73,7 +73,7 @@ def _load_wan_t5(path: Path, dtype: torch.dtype) -> UMT5EncoderModel:
         network = UMT5EncoderModel(config)
     loader = MetaLoader(network, T5_NAME, dtype)
     loader.load(_tie_embedding(tensors, dtype), path)
-    return _tied(loader.finish([path]))  # type: ignore[arg-type]
+    return _tied(loader.finish([path]))
 
 
 def _load_transformers_t5(folder: Path, dtype: torch.dtype) -> UMT5EncoderModel:
@@ -87,7 +87,7 @@ def _load_transformers_t5(folder: Path, dtype: torch.dtype) -> UMT5EncoderModel:
     for path, shard in checkpoint.shards():
         loader.load(_tie_embedding(shard, dtype), path)
         del shard
-    return _tied(loader.finish([checkpoint.source]))  # type: ignore[arg-type]
+    return _tied(loader.finish([checkpoint.source]))
 
 
 def _tie_embedding(tensors: StateDict, dtype: torch.dtype) -> StateDict:
@@ -139,7 +139,7 @@ def _fill_clip(config: CLIPVisionConfig, shards: Iterable[tuple[Path, StateDict]
     for path, tensors in shards:
         loader.load(vision_model_tensors(tensors), path)
         del tensors
-    return loader.finish([source])  # type: ignore[return-value]
+    return loader.finish([source])
 
 
 def _load_tokenizer(folder: Path) -> PreTrainedTokenizerBase:

@@ -67,8 +67,9 @@ class RtmpSink(Sink):
         child, self._child = self._child, None
         errors: list[str] = []
         if child is not None:
+            assert child.stdin is not None  # opened with stdin=PIPE
             try:
-                child.stdin.close()  # type: ignore[union-attr]
+                child.stdin.close()
             except OSError:
                 pass
             try:
