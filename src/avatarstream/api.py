@@ -23,6 +23,7 @@ from avatarstream.errors import InputError
 from avatarstream.families import load_family
 from avatarstream.families.base import Family
 from avatarstream.families.options import GenerationOptions
+from avatarstream.output_paths import check_outputs, removed_on_failure
 from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.pipeline.trace import TraceWriter
 from avatarstream.publish import EncoderSettings
@@ -101,6 +102,7 @@ def render(
         raise InputError(f"--seed must be 0 or more, got {seed}")
     set_threads(threads)
     outputs = out if isinstance(out, Outputs) else Outputs(file=out)
+    check_outputs(outputs, report, trace)
     if audio is None:
         audio = DEFAULT_SPEECH
     opened: AudioFileSource | None = None  # a file is ours to close
@@ -174,7 +176,8 @@ def _render(
     tracer = TraceWriter(Path(trace)) if trace is not None else None
     if tracer is not None:
         observers.append(tracer)
-    publisher = outputs.open(settings)
+    with removed_on_failure(outputs):
+        publisher = outputs.open(settings)
     kept = _kept_preview(outputs, publisher.sinks)
     duration = getattr(audio, "duration_s", None)
     try:

@@ -35,7 +35,6 @@ def test_a_folder_from_before_the_version_key_still_loads(saved: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda c: {**c, "format_version": 2}, r"has format version 2; this avatarstream reads version 1: use the avatarstream release that wrote it"),
         (lambda c: {**c, "format_version": "1"}, r"has format version '1'"),
         (lambda c: [c], r"invalid .*config.json: expected a JSON object"),
     ],
@@ -44,10 +43,4 @@ def test_another_version_is_refused_by_name(saved: Path, edit, message: str) -> 
     config = json.loads((saved / "config.json").read_text())
     (saved / "config.json").write_text(json.dumps(edit(config)))
     with pytest.raises(InputError, match=message):
-        load_family("demo", saved)
-
-
-def test_a_folder_without_config_is_refused(saved: Path) -> None:
-    (saved / "config.json").unlink()
-    with pytest.raises(InputError, match="no config.json in weights folder"):
         load_family("demo", saved)

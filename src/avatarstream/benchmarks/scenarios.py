@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import statistics
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from avatarstream.benchmarks.contention import measure_contention
 from avatarstream.benchmarks.context import BenchContext
 from avatarstream.benchmarks.raw_loop import raw_frames
 from avatarstream.benchmarks.raw_loop_infinitetalk import raw_frames as raw_frames_infinitetalk
+from avatarstream.benchmarks.soak import SoakFailed, SoakSettings, measure_soak
 from avatarstream.errors import InputError
 from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS, DemoFamily
 from avatarstream.families.infinitetalk.family import InfiniteTalkFamily
@@ -235,6 +237,18 @@ def contention(ctx: BenchContext) -> dict[str, Any]:
     return result
 
 
+def soak(ctx: BenchContext) -> dict[str, Any]:
+    """The server at its session limit for --minutes with misbehaving clients and a stalling RTMP peer; fails when anything trends upward."""
+    if ctx.model == "infinitetalk" or ctx.device.type != "cpu":
+        raise InputError("the soak scenario runs the demo families on the CPU: --model demo-tiny (or demo) --device cpu")
+    result = measure_soak(SoakSettings(model=ctx.model, minutes=ctx.minutes), ctx.out_dir)
+    if not result["passed"]:
+        failed = [name for name, ok in result["checks"].items() if not ok]
+        ctx.out_dir.joinpath("soak.json").write_text(json.dumps(result, indent=2))
+        raise SoakFailed(f"the soak failed: {', '.join(failed)} (details in {ctx.out_dir / 'soak.json'})")
+    return result
+
+
 SCENARIOS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
     "speed": speed,
     "resolution": resolution,
@@ -247,6 +261,7 @@ SCENARIOS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
     "motion": motion,
     "audio-window": audio_window,
     "contention": contention,
+    "soak": soak,
 }
 
 

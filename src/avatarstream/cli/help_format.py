@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import NoReturn
 
 
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -10,3 +11,10 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if action.default is None or action.default is False or action.default == "" or action.default is argparse.SUPPRESS:
             return action.help
         return super()._get_help_string(action)
+
+
+class OneLineErrors(argparse.ArgumentParser):
+    """A usage mistake is one ``error: ...`` line (exit code 2) like every other bad input, pointing at ``--help`` instead of printing the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message}; see '{self.prog} --help'\n")

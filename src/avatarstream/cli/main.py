@@ -14,11 +14,12 @@ from collections.abc import Sequence
 
 from avatarstream.cli import bench, parity, render, serve
 from avatarstream.cli import eval as eval_cli
+from avatarstream.cli.help_format import OneLineErrors
 from avatarstream.errors import AvatarStreamError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrors(
         prog="avatarstream",
         description="Real-time, audio-driven avatar video: chunked flow-matching generation with constant memory.",
         epilog="Run 'avatarstream COMMAND --help' for the options of a command.",

@@ -10,6 +10,8 @@ from pathlib import Path
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, generation_options, model_folders
 from avatarstream.cli.runtime_args import add_runtime_arguments
+from avatarstream.errors import InputError
+from avatarstream.output_paths import check_port
 
 TOKEN_ENV = "AVATARSTREAM_TOKEN"
 
@@ -49,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from avatarstream.serve import ServeSettings, create_app
     from avatarstream.serve.logs import configure_logging, event
 
+    if not 0 < args.max_upload_mb < 2**20:  # also refuses NaN, which round() below could not convert
+        raise InputError(f"--max-upload-mb must be a number of MiB above 0 (and below 1 TiB), got {args.max_upload_mb}")
     settings = ServeSettings(
         host=args.host,
         port=args.port,
@@ -69,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads,
         work_dir=args.work_dir,
     )
+    check_port(settings.host, settings.port, "--port", what="the API")  # before the model loads, not after
     configure_logging(args.log_level)
     # uvicorn logs each WebSocket's URL (a session id, maybe a token) at info: keep its warnings only
     logging.getLogger("uvicorn.error").setLevel(max(logging.WARNING, logging.getLogger().level))

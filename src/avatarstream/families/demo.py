@@ -49,6 +49,8 @@ SHIPPED_WEIGHTS = resources.files("avatarstream") / "assets" / "demo"
 MOTION_FRAMES = 2
 #: The layout of a demo weights folder (config.json + one .safetensors per module); config.json names it.
 FORMAT_KEY, FORMAT_VERSION = "format_version", 1
+#: Folders of an InfiniteTalk download root, to name the right --model when one is given to demo.
+INFINITETALK_FOLDERS = ("InfiniteTalk", "chinese-wav2vec2-base", "Wan2.1-I2V-14B-480P", "Wan2.1-I2V-14B-480P-Diffusers")
 RANDOM_NOTE = (
     "note: this model has random weights (demo-tiny, or demo without trained weights): it renders grey noise, "
     "at the speed of the real thing; it is for benchmarks and tests. --model demo animates the bundled avatar"
@@ -164,6 +166,11 @@ class DemoFamily:
 
 def _read_config(folder: Path) -> DemoConfig:
     path = folder / "config.json"
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "not found"
+        raise InputError(f"weights folder {folder} {what}; --weights names a folder holding config.json and one .safetensors per module")
+    if not path.is_file() and any((folder / name).is_dir() for name in INFINITETALK_FOLDERS):
+        raise InputError(f"{folder} holds InfiniteTalk downloads, not demo weights; run it with --model infinitetalk --weights {folder}")
     if not path.is_file():
         raise InputError(f"no config.json in weights folder {folder}; a weights folder holds config.json and one .safetensors per module")
     try:

@@ -6,10 +6,20 @@ refuses it by name, so a wrong flag is an error, never silently ignored.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import Any
 
 from avatarstream.errors import InputError
+
+#: Bounds far beyond any useful setting (the families check the useful range): a typo such as ``--steps 100000`` is
+#: refused at once instead of running for hours or allocating a chunk of a hundred thousand frames.
+UPPER_LIMITS = {"chunk_frames": 1000, "interp_frames": 1000, "motion_frames": 1000, "steps": 1000, "audio_lookahead": 1000, "audio_window_s": 600}
+FINITE = ("shift", "text_guidance", "audio_guidance", "audio_window_s")
+
+
+def flag(name: str) -> str:
+    return "--" + name.replace("_", "-").removesuffix("-s")
 
 
 @dataclass(frozen=True)
@@ -27,6 +37,16 @@ class GenerationOptions:
     negative_prompt: str | None = None
     audio_window_s: float | None = None
     audio_lookahead: int | None = None  # video frames of audio after a chunk its features see
+
+    def __post_init__(self) -> None:
+        for name in FINITE:
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise InputError(f"{flag(name)} must be a finite number, got {value}")
+        for name, limit in UPPER_LIMITS.items():
+            value = getattr(self, name)
+            if value is not None and value > limit:
+                raise InputError(f"{flag(name)} {value} is over the limit of {limit}; the model's default is far below it (see --help)")
 
     def given(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}

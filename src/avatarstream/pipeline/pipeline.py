@@ -11,6 +11,7 @@ makes the loop wait.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -147,6 +148,12 @@ class Pipeline:
         return astream(self, audio, reference_image, prompt, seed=seed, observers=observers)
 
 
+def _total_video_of(run: weakref.ref[_Run]) -> Callable[[], int | None]:
+    """The run's video length once its audio has ended, read without a reference cycle: an ended run (its latents, caches and
+    resamplers) is freed at once, not when the cyclic garbage collector next runs, which on a busy server can be many sessions later."""
+    return lambda: getattr(run(), "total_video", None)
+
+
 class _Run:
     """One request through the pipeline: owns the session state and the audio timeline."""
 
@@ -156,7 +163,7 @@ class _Run:
         self.observers = observers
         self.session = SessionState(seed=seed)
         self.timeline = AudioTimeline(pipeline.model_sample_rate, pipeline.output_sample_rate, pipeline.output_channels)
-        self.window = AudioWindow(self.timeline.model_track, pipeline.model_sample_rate // pipeline.fps, pipeline.frames, lambda: self.total_video)
+        self.window = AudioWindow(self.timeline.model_track, pipeline.model_sample_rate // pipeline.fps, pipeline.frames, _total_video_of(weakref.ref(self)))
         self.t0 = time.perf_counter()
         self.total_frames: int | None = None  # timeline frames, once the audio has ended
         self.total_video: int | None = None  # video frames: round(duration x fps)

@@ -53,6 +53,8 @@ async def audio_socket(ws: WebSocket, sid: str, format: str = "s16le", rate: int
     try:
         code = await _receive(ws, server, session, decoder)
     finally:
+        if decoder is not None:
+            decoder.close()
         session.sockets -= 1
         session.last_active = time.monotonic()
         session.unlisten(events)

@@ -38,6 +38,10 @@ class Resampler:
         parts = [out.to_ndarray().reshape(-1) for out in self._resampler.resample(frame)]
         return np.concatenate(parts) if parts else np.zeros(0, np.float32)
 
+    def close(self) -> None:
+        """Free FFmpeg's filter graph (and its worker threads) now, not whenever the cyclic garbage collector runs."""
+        vars(self).pop("_resampler", None)
+
 
 class PcmDecoder:
     """Raw little-endian PCM bytes of one declared format, as a client streams them."""
@@ -63,6 +67,9 @@ class PcmDecoder:
         else:
             samples = np.nan_to_num(raw, nan=0.0, posinf=1.0, neginf=-1.0).clip(-1.0, 1.0)
         return self._resampler.feed(samples)
+
+    def close(self) -> None:
+        self._resampler.close()
 
 
 class ClipSegment:
@@ -93,6 +100,7 @@ class ClipSegment:
         return max((self.duration_s or 0.0) - self._read / RATE, self._pending.size / RATE)
 
     def close(self) -> None:
+        self._resampler.close()
         self._source.close()
         self.path.unlink(missing_ok=True)
 

@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import logging
 import time
+import weakref
 from collections.abc import AsyncIterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -219,12 +220,15 @@ class _ChunkTimer(RunObserver):
     """Chunk wall times into the metrics (called on the pipeline's thread)."""
 
     def __init__(self, session: Session) -> None:
-        self.session = session
+        self._session = weakref.ref(session)  # no cycle: an ended session is freed at once, with its encoder and buffers
+        self._histogram = session.engine.metrics.chunk_seconds
 
     def on_chunk(self, done: ChunkDone) -> None:
         seconds = done.end_s - done.start_s
-        self.session.chunk_latency_s = seconds
-        self.session.engine.metrics.chunk_seconds.observe(seconds)
+        session = self._session()
+        if session is not None:
+            session.chunk_latency_s = seconds
+        self._histogram.observe(seconds)
 
 
 def _round(value: float | None) -> float | None:

@@ -162,6 +162,7 @@ class SessionManager:
             await session.run()
         finally:
             await self._finish(session)
+            session.task = None  # the finished task's traceback frames refer to the session: no cycle to wait for the GC
 
     async def _finish(self, session: Session) -> None:
         """Free everything the run held; keep only its status and finished video."""

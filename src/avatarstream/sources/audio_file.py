@@ -2,7 +2,11 @@
 
 The file is decoded as it is read, one codec frame at a time, so memory stays
 constant whether the file lasts ten seconds or ten hours. Opening decodes the
-first frame, so an unusable file is reported before any work starts.
+first frame, so an unusable file is reported before any work starts. Files with
+more than two channels are downmixed to mono (the models hear one voice); a
+sample rate outside ``MIN_RATE..MAX_RATE`` (a damaged header: 1 Hz would turn
+half a second of samples into hours of audio) and NaN or infinite samples are
+refused.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from avatarstream.lifecycle import ClosesOnExit
 from avatarstream.sources.pcm import PcmBlock
 
 _FORMATS_HINT = "use a WAV, MP3, FLAC or OGG file"
+MIN_RATE, MAX_RATE = 4000, 384000
 
 
 def open_audio_file(path: str | os.PathLike[str]) -> AudioFileSource:
@@ -46,6 +51,11 @@ class AudioFileSource(ClosesOnExit):
             if not self._container.streams.audio:
                 raise InputError(f"audio file {self.path} has no audio stream; {_FORMATS_HINT}")
             stream = self._container.streams.audio[0]
+            rate = stream.codec_context.sample_rate
+            if not MIN_RATE <= rate <= MAX_RATE:
+                raise InputError(
+                    f"audio {self.path} says its sample rate is {rate} Hz; use {MIN_RATE}..{MAX_RATE} Hz (a damaged header? re-export the file, e.g. at 48 kHz)"
+                )
             self.duration_s = _header_duration(self._container, stream)
             self._frames = self._container.decode(stream)
             first = self._next_block(unreadable=self._unreadable)
@@ -89,8 +99,12 @@ class AudioFileSource(ClosesOnExit):
         try:
             for frame in self._frames:
                 if frame.samples:
+                    samples = _to_float32(frame)
+                    if not np.isfinite(samples).all():
+                        raise InputError(f"audio {self.path} holds NaN or infinite samples after {self._decoded_s:.1f} s; repair or re-export the file")
+                    np.clip(samples, -1.0, 1.0, out=samples)
                     self._decoded_s += frame.samples / frame.sample_rate
-                    return PcmBlock(samples=_to_float32(frame), sample_rate=frame.sample_rate)
+                    return PcmBlock(samples=samples, sample_rate=frame.sample_rate)
         except (OSError, av.error.FFmpegError) as err:
             raise unreadable(getattr(err, "strerror", None) or str(err)) from err
         return None
@@ -111,14 +125,16 @@ def _header_duration(container: av.container.InputContainer, stream: av.AudioStr
 
 
 def _to_float32(frame: av.AudioFrame) -> np.ndarray:
-    """Any PCM sample format (planar or packed, integer or float) as float32 [channels, n] in [-1, 1]."""
+    """Any PCM sample format (planar or packed, integer or float) as float32 [channels, n] in [-1, 1]; over 2 channels: mono."""
     data = frame.to_ndarray()
     if not frame.format.is_planar:  # packed: one row of interleaved samples
         data = data.reshape(frame.samples, frame.layout.nb_channels).T
     if data.dtype.kind == "f":
-        samples = np.clip(data, -1.0, 1.0, dtype=np.float32)
+        samples = data.astype(np.float32)  # clipped by the caller, once it has refused NaN and infinity
     elif data.dtype.kind == "u":  # u8 is offset binary around 128
         samples = (data.astype(np.float32) - 128.0) / 128.0
     else:
         samples = data.astype(np.float32) / float(2 ** (8 * data.dtype.itemsize - 1))
+    if samples.shape[0] > 2:  # 5.1, 7.1, an 8-track recorder: the mean of every channel
+        samples = samples.mean(axis=0, keepdims=True)
     return np.ascontiguousarray(samples)

@@ -104,6 +104,8 @@ class AudioTimeline:
             raise InputError(f"audio sample rate changed mid-stream ({self._input_rate} -> {block.sample_rate} Hz); keep one rate per session")
         if samples.shape[1] == 0:
             return
+        if not np.isfinite(samples).all():  # NaN reaches the AAC encoder and fails the render with a codec error
+            raise InputError(f"audio block at {self.duration_s:.2f} s holds NaN or infinite samples; send finite samples in [-1, 1]")
         self._input_samples += samples.shape[1]
         frame = av.AudioFrame.from_ndarray(samples, format="fltp", layout="mono" if samples.shape[0] == 1 else "stereo")
         frame.sample_rate = block.sample_rate

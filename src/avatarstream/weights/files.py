@@ -35,7 +35,7 @@ def safetensors_shapes(path: Path) -> dict[str, tuple[int, ...]]:
     _require_file(path, "a .safetensors file")
     try:
         with safe_open(str(path), framework="pt") as handle:
-            return {key: tuple(handle.get_slice(key).get_shape()) for key in handle}
+            return {key: tuple(handle.get_slice(key).get_shape()) for key in handle.keys()}  # noqa: SIM118 -- safe_open is not iterable
     except (SafetensorError, OSError, ValueError) as exc:
         raise InputError(f"cannot read {path}: {exc}; expected a complete .safetensors file (a truncated download? fetch it again)") from exc
 

@@ -153,7 +153,18 @@ def _known(cls: type, data: Any) -> dict[str, Any]:
     unknown = sorted(set(data) - names)
     if unknown:
         raise ValueError(f"{cls.__name__}: unknown config keys {unknown}")
+    for f in dataclasses.fields(cls):
+        default = f.default
+        if f.name in data and isinstance(default, (int, float)) and not _number_like(data[f.name], type(default)):
+            raise ValueError(f"{cls.__name__}.{f.name}: expected {type(default).__name__}, got {data[f.name]!r}")
     return dict(data)
+
+
+def _number_like(value: Any, kind: type) -> bool:
+    """An int where the default is an int; an int or float where it is a float (never a bool or a string)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) if kind is int else isinstance(value, (int, float))
 
 
 def _check(ok: bool, message: str) -> None:

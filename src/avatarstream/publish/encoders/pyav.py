@@ -66,6 +66,12 @@ class PyAvEncoder(Encoder):
         packets += self._audio_packets(self._audio.encode(None))
         return packets
 
+    def close(self) -> None:
+        """Free the codecs now: libx264 holds worker threads and frame buffers until its context is freed, and whoever holds this
+        encoder (a server session) may be garbage only to the cyclic collector, which runs when it likes."""
+        for name in ("_video", "_audio", "_fifo"):
+            vars(self).pop(name, None)
+
     def _encode_audio(self, frame: av.AudioFrame) -> list[EncodedPacket]:
         frame.pts = self._samples_encoded
         frame.time_base = Fraction(1, self.settings.audio_rate)

@@ -1,0 +1,457 @@
+"""The bad-input corpus as data: one row per case, with the surface it enters by and the answer it must get.
+
+``make(tmp)`` builds the input under a fresh folder: for ``cli`` the argv after ``avatarstream``; for ``api`` the keyword
+arguments of ``avatarstream.render``; for ``http`` a ``Request``; for ``ws`` a ``Socket``. ``expect`` is the exit code
+(cli, api: ``InputError.exit_code``), the HTTP status, or for a socket the handshake's status (0: the socket opens and
+answers an ``error`` event). ``words`` must all be in the one-line message. ``accepted`` rows are borderline inputs that
+work (what we decided users expect); they are kept to pin the decision and are not counted as errors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import makers as mk
+import numpy as np
+
+from avatarstream.families.options import GenerationOptions
+from avatarstream.sources.pcm import PcmBlock
+
+TINY = ("--model", "demo-tiny", "--no-progress")
+Part = str | Callable[[Path], object]
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    surface: str  # cli | api | http | ws
+    make: Callable[[Path], Any]
+    expect: int
+    words: tuple[str, ...]
+    accepted: bool = False
+
+
+@dataclass(frozen=True)
+class Request:
+    """An HTTP request; ``{sid}`` in the path is a running session, ``{closed}`` a closed one's id."""
+
+    method: str
+    path: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    token: str | None = "good"  # "good", None (no header) or a wrong token
+
+
+@dataclass(frozen=True)
+class Socket:
+    """An audio WebSocket: its session (``{sid}`` / ``{closed}`` / a made-up id), query, token, and messages to send."""
+
+    sid: str = "{sid}"
+    query: str = "format=s16le&rate=16000&channels=1"
+    token: str | None = "good"
+    send: tuple[bytes | str, ...] = ()
+
+
+def _resolve(part: Part, tmp: Path) -> str:
+    return str(part(tmp)) if callable(part) else part
+
+
+def render(*parts: Part) -> Callable[[Path], list[str]]:
+    """``avatarstream render`` on demo-tiny; a good clip as --audio and tmp/o.mp4 as --out unless the row gives its own."""
+
+    def make(tmp: Path) -> list[str]:
+        args = [_resolve(p, tmp) for p in parts]
+        audio = [] if "--audio" in args else ["--audio", str(mk.good_wav(tmp))]
+        out = [] if "--out" in args else ["--out", str(tmp / "o.mp4")]
+        return ["render", *TINY, *audio, *out, *args]
+
+    return make
+
+
+def serve(*parts: Part) -> Callable[[Path], list[str]]:
+    return lambda tmp: ["serve", "--model", "demo-tiny", *(_resolve(p, tmp) for p in parts)]
+
+
+def audio(maker: Callable[[Path], Path]) -> Callable[[Path], list[str]]:
+    return render("--audio", maker)
+
+
+def reference(maker: Callable[[Path], Path]) -> Callable[[Path], list[str]]:
+    return render("--reference", maker)
+
+
+def weights(*edits: Callable[[Path], object], model: str = "demo") -> Callable[[Path], list[str]]:
+    """--model demo --weights FOLDER: a complete demo-tiny folder, then ``edits`` applied to it."""
+
+    def folder(tmp: Path) -> Path:
+        path = mk.demo_weights(tmp)
+        for edit in edits:
+            edit(path)
+        return path
+
+    return render("--model", model, "--weights", folder)
+
+
+def busy_port() -> int:
+    """A port something listens on for as long as the test process lives."""
+    import socket
+
+    if not hasattr(busy_port, "socket"):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        busy_port.socket = sock  # type: ignore[attr-defined]
+    return busy_port.socket.getsockname()[1]  # type: ignore[attr-defined]
+
+
+def blocks(*items: PcmBlock) -> Callable[[Path], dict[str, Any]]:
+    return lambda tmp: {"audio": list(items)}
+
+
+AUDIO_WORDS = ("cannot read audio", "use a WAV, MP3, FLAC or OGG file")
+RATE_WORDS = ("sample rate is", "use 4000..384000 Hz")
+NAN_WORDS = ("holds NaN or infinite samples", "re-export")
+nan_wav = lambda t: mk.float_wav_with(t, float("nan"))
+inf_wav = lambda t: mk.float_wav_with(t, float("-inf"))
+
+CLI: list[Case] = [
+    # -- audio -----------------------------------------------------------------------------------
+    Case("audio-missing", "cli", render("--audio", lambda t: t / "nope.wav"), 2, ("audio file not found", "nope.wav")),
+    Case("audio-empty-file", "cli", audio(mk.empty_file), 2, AUDIO_WORDS),
+    Case("audio-wav-header-cut", "cli", audio(mk.wav_header_cut), 2, AUDIO_WORDS),
+    Case("audio-flac-header-cut", "cli", audio(mk.flac_header_cut), 2, AUDIO_WORDS),
+    Case("audio-text-named-wav", "cli", audio(mk.text_as_wav), 2, AUDIO_WORDS),
+    Case("audio-random-bytes", "cli", audio(mk.random_bytes), 2, AUDIO_WORDS),
+    Case("audio-zero-length", "cli", audio(mk.zero_length_wav), 2, ("has zero length",)),
+    Case("audio-nan-samples", "cli", audio(nan_wav), 2, NAN_WORDS),
+    Case("audio-inf-samples", "cli", audio(inf_wav), 2, NAN_WORDS),
+    Case("audio-rate-1hz", "cli", audio(lambda t: mk.wav_rate(t, 1)), 2, ("1 Hz", *RATE_WORDS)),
+    Case("audio-rate-10mhz", "cli", audio(lambda t: mk.wav_rate(t, 10_000_000)), 2, ("10000000 Hz", *RATE_WORDS)),
+    Case("audio-a-folder", "cli", audio(mk.directory), 2, ("cannot read audio", "Is a directory")),
+    Case("audio-an-image", "cli", audio(mk.png_file), 2, ("has no audio stream", "use a WAV, MP3, FLAC or OGG file")),
+    Case("audio-wav-data-cut", "cli", audio(mk.wav_data_cut), 0, (), accepted=True),  # the half that is there plays, as in any player
+    Case("audio-header-claims-10h", "cli", audio(mk.wav_claims_hours), 0, (), accepted=True),  # the tiny real length renders; nothing sized by the claim
+    Case("audio-8-channels", "cli", audio(lambda t: mk.wav_channels(t, 8)), 0, (), accepted=True),  # downmixed to mono
+    Case("audio-wav-named-txt", "cli", audio(lambda t: mk.good_wav(t, "speech.txt")), 0, (), accepted=True),  # content decides
+    # -- reference images --------------------------------------------------------------------------
+    Case("ref-missing", "cli", render("--reference", lambda t: t / "nope.png"), 2, ("reference image not found", "nope.png")),
+    Case(
+        "ref-text-named-png", "cli", reference(lambda t: mk.write(t, "face.png", b"not a picture")), 2, ("cannot read reference", "not an image", "PNG or JPEG")
+    ),
+    Case("ref-wav-named-png", "cli", reference(lambda t: mk.good_wav(t, "face.png")), 2, ("cannot read reference", "not an image", "PNG or JPEG")),
+    Case("ref-png-cut", "cli", reference(mk.png_cut), 2, ("cannot read reference", "truncated", "PNG or JPEG")),
+    Case("ref-1x1", "cli", reference(mk.png_tiny), 2, ("1x1 pixels", "too small to show a face", "at least 32x32")),
+    Case("ref-decompression-bomb", "cli", reference(mk.png_bomb), 2, ("cannot read reference", "decompression bomb", "scale it down")),
+    Case("ref-a-folder", "cli", reference(mk.directory), 2, ("cannot read reference", "Is a directory")),
+    Case("ref-and-avatar", "cli", render("--avatar", "1", "--reference", mk.png_file), 2, ("either --reference IMAGE or --avatar SEED, not both",)),
+    Case("ref-avatar-negative", "cli", render("--avatar", "-1"), 2, ("--avatar must be 0 or more",)),
+    Case("ref-cmyk-jpeg", "cli", reference(mk.cmyk_jpeg), 0, (), accepted=True),  # converted to RGB
+    Case("ref-animated-gif", "cli", reference(mk.animated_gif), 0, (), accepted=True),  # its first frame
+    Case("ref-png-named-txt", "cli", reference(lambda t: mk.png_file(t, "face.txt")), 0, (), accepted=True),  # content decides
+    # -- weights -----------------------------------------------------------------------------------
+    Case("weights-missing", "cli", render("--model", "demo", "--weights", lambda t: t / "nope"), 2, ("weights folder", "not found", "config.json")),
+    Case("weights-a-file", "cli", render("--model", "demo", "--weights", mk.good_wav), 2, ("is a file, not a folder",)),
+    Case("weights-no-config", "cli", weights(lambda f: (f / "config.json").unlink()), 2, ("no config.json in weights folder",)),
+    Case("weights-config-not-json", "cli", weights(lambda f: (f / "config.json").write_text("{fps:")), 2, ("invalid", "config.json", "Expecting")),
+    Case("weights-config-version-2", "cli", weights(lambda f: mk.edit_config(f, format_version=2)), 2, ("format version 2", "reads version 1")),
+    Case(
+        "weights-config-heads-0",
+        "cli",
+        weights(lambda f: mk.edit_config(f, dit__heads=0)),
+        2,
+        ("config.json", "dit: dim (32) must be a positive multiple of heads (0)"),
+    ),
+    Case("weights-config-fps-negative", "cli", weights(lambda f: mk.edit_config(f, fps=-25)), 2, ("config.json", "fps and sample_rate must be positive")),
+    Case("weights-config-wrong-type", "cli", weights(lambda f: mk.edit_config(f, fps="fast")), 2, ("config.json", "DemoConfig.fps: expected int, got 'fast'")),
+    Case("weights-config-unknown-key", "cli", weights(lambda f: mk.edit_config(f, colour="blue")), 2, ("unknown config keys ['colour']",)),
+    Case("weights-wrong-shapes", "cli", weights(lambda f: mk.edit_config(f, dit__dim=64)), 2, ("do not fit module", "wrong shape", "same model config")),
+    Case("weights-missing-tensor", "cli", weights(mk.drop_tensor), 2, ("vae.safetensors do not fit module 'vae'", "missing ['")),
+    Case("weights-missing-module", "cli", weights(lambda f: (f / "vae.safetensors").unlink()), 2, ("weights for 'vae' not found",)),
+    Case(
+        "weights-pickle-as-safetensors", "cli", weights(mk.pickle_as_safetensors), 2, ("cannot read weights", "vae.safetensors", "expected a .safetensors file")
+    ),
+    Case("weights-truncated", "cli", weights(lambda f: mk.truncate(f / "a2v_dit.safetensors")), 2, ("cannot read weights", "a2v_dit.safetensors")),
+    Case("weights-empty-file", "cli", weights(lambda f: (f / "sr_dit.safetensors").write_bytes(b"")), 2, ("cannot read weights", "sr_dit.safetensors")),
+    Case(
+        "weights-infinitetalk-to-demo",
+        "cli",
+        render("--model", "demo", "--weights", mk.infinitetalk_like),
+        2,
+        ("holds InfiniteTalk downloads", "--model infinitetalk"),
+    ),
+    Case("weights-demo-to-infinitetalk", "cli", weights(model="infinitetalk"), 2, ("no Wan base model in", "Wan2.1-I2V-14B-480P")),
+    Case("weights-infinitetalk-none", "cli", render("--model", "infinitetalk"), 2, ("--model infinitetalk needs --weights ROOT",)),
+    # -- options -----------------------------------------------------------------------------------
+    Case("opt-chunk-frames-negative", "cli", render("--chunk-frames", "-4"), 2, ("--chunk-frames -4 is too short",)),
+    Case("opt-chunk-frames-2", "cli", render("--chunk-frames", "2"), 2, ("--chunk-frames 2 is too short", "it must be 4 or more")),
+    Case("opt-chunk-frames-huge", "cli", render("--chunk-frames", "100000"), 2, ("--chunk-frames 100000 is over the limit of 1000",)),
+    Case("opt-interp-equals-chunk", "cli", render("--chunk-frames", "8", "--interp-frames", "8"), 2, ("must be 9 or more",)),
+    Case("opt-interp-negative", "cli", render("--interp-frames", "-1"), 2, ("--interp-frames must be 0 or more",)),
+    Case("opt-steps-0", "cli", render("--steps", "0"), 2, ("invalid sampler setting",)),
+    Case("opt-steps-huge", "cli", render("--steps", "100000"), 2, ("--steps 100000 is over the limit of 1000",)),
+    Case("opt-steps-not-a-number", "cli", render("--steps", "abc"), 2, ("argument --steps: invalid int value: 'abc'", "--help")),
+    Case("opt-shift-0", "cli", render("--shift", "0"), 2, ("shift must be > 0",)),
+    Case("opt-shift-nan", "cli", render("--shift", "nan"), 2, ("--shift must be a finite number, got nan",)),
+    Case("opt-shift-inf", "cli", render("--shift", "inf"), 2, ("--shift must be a finite number, got inf",)),
+    Case("opt-seed-negative", "cli", render("--seed", "-1"), 2, ("--seed must be 0 or more",)),
+    Case("opt-threads-0", "cli", render("--threads", "0"), 2, ("--threads must be at least 1",)),
+    Case("opt-nproc-0", "cli", render("--nproc", "0"), 2, ("--nproc must be 1 or more",)),
+    Case("opt-device-tpu", "cli", render("--device", "tpu"), 2, ("unknown device 'tpu'",)),
+    Case("opt-device-missing-gpu", "cli", render("--device", "cuda:9"), 2, ("cuda:9", "--device cpu or auto")),
+    Case("opt-model-unknown", "cli", render("--model", "nope"), 2, ("invalid choice: 'nope'", "--help")),
+    Case("opt-size-malformed", "cli", render("--size", "10x"), 2, ("expected WIDTHxHEIGHT",)),
+    Case("opt-x264-preset", "cli", render("--preset", "warp"), 2, ("preset 'warp' is not an x264 preset",)),
+    Case("opt-unused-by-demo", "cli", render("--text-guidance", "2"), 2, ("the demo model has no use for --text-guidance",)),
+    Case("opt-dtype-for-demo", "cli", render("--dtype", "bf16"), 2, ("takes neither --dtype",)),
+    Case("opt-residency-unknown-module", "cli", render("--residency", "bogus=resident"), 2, ("unknown module 'bogus'", "this model has: vae")),
+    Case("opt-residency-unknown-policy", "cli", render("--residency", "a2v_dit=nonsense"), 2, ("unknown residency policy 'nonsense'",)),
+    Case("opt-residency-streamed-0", "cli", render("--residency", "a2v_dit=streamed:0"), 2, ("streamed slots must be a whole number >= 1",)),
+    Case("opt-residency-sharded-1-proc", "cli", render("--residency", "a2v_dit=sharded"), 2, ("sharded", "--nproc N")),
+    Case("opt-residency-twice", "cli", render("--residency", "vae=resident,vae=offloaded"), 2, ("residency for 'vae' is given twice",)),
+    Case("opt-residency-no-module", "cli", render("--residency", "=x"), 2, ("bad residency entry '=x'", "module=policy")),
+    # -- outputs -----------------------------------------------------------------------------------
+    Case("out-none", "cli", render("--out", "-"), 2, ("no output: give an MP4 file (--out)",)),
+    Case("out-is-a-folder", "cli", render("--out", lambda t: t), 2, ("cannot write output", "it is a folder", "--out")),
+    Case(
+        "out-under-a-file",
+        "cli",
+        render("--out", lambda t: mk.write(t, "file", b"x") / "o.mp4"),
+        2,
+        ("cannot write output", "is a file, not a folder", "--out"),
+    ),
+    Case("out-report-is-a-folder", "cli", render("--report", lambda t: t), 2, ("cannot write report", "--report")),
+    Case("out-trace-under-a-file", "cli", render("--trace", lambda t: mk.write(t, "file", b"x") / "t.json"), 2, ("cannot write trace", "--trace")),
+    Case("out-report-is-the-video", "cli", render("--report", lambda t: t / "o.mp4"), 2, ("--out and --report both name", "a file of its own")),
+    Case("out-hls-is-a-file", "cli", render("--hls", lambda t: mk.write(t, "x.txt", b"x")), 2, ("cannot write output", "is a file, not a folder", "--hls")),
+    Case("out-rtmp-not-rtmp", "cli", render("--rtmp", "file:///etc/passwd"), 2, ("is not an RTMP publish URL",)),
+    Case("out-preview-not-host-port", "cli", render("--preview", "nohost"), 2, ("is not HOST:PORT",)),
+    Case("out-preview-port-out-of-range", "cli", render("--preview", "127.0.0.1:99999"), 2, ("is not HOST:PORT",)),
+    Case("out-preview-port-busy", "cli", render("--preview", lambda t: f"127.0.0.1:{busy_port()}"), 2, ("cannot serve the preview", "in use", "--preview")),
+    Case("out-named-txt", "cli", render("--out", lambda t: t / "o.txt"), 0, (), accepted=True),  # an MP4 whatever its name
+    # -- serve -------------------------------------------------------------------------------------
+    Case("serve-port-busy", "cli", serve("--port", lambda t: busy_port()), 2, ("cannot serve the API", "in use", "--port")),
+    Case("serve-port-out-of-range", "cli", serve("--port", "70000"), 2, ("--port must be in 0..65535",)),
+    Case("serve-token-short", "cli", serve("--token", "abc"), 2, ("--token must be at least 8 characters",)),
+    Case("serve-open-host-no-token", "cli", serve("--host", "0.0.0.0"), 2, ("reachable from other machines", "--token")),
+    Case("serve-max-sessions-0", "cli", serve("--max-sessions", "0"), 2, ("max-sessions must be at least 1",)),
+    Case("serve-idle-timeout-0", "cli", serve("--idle-timeout", "0"), 2, ("idle-timeout-s must be positive",)),
+    Case("serve-max-upload-nan", "cli", serve("--max-upload-mb", "nan"), 2, ("--max-upload-mb must be a number of MiB above 0",)),
+    Case("serve-max-upload-0", "cli", serve("--max-upload-mb", "0"), 2, ("--max-upload-mb must be a number of MiB above 0",)),
+    Case("serve-queued-audio-negative", "cli", serve("--max-queued-audio", "-1"), 2, ("max-queued-audio-s must be positive",)),
+    Case("serve-lookahead-0", "cli", serve("--lookahead", "0"), 2, ("lookahead must be positive",)),
+    Case("serve-threads-0", "cli", serve("--threads", "0"), 2, ("--threads must be at least 1",)),
+]
+
+API: list[Case] = [
+    Case("api-seed-negative", "api", lambda t: {"audio": mk.good_wav(t), "seed": -1}, 2, ("--seed must be 0 or more",)),
+    Case("api-model-unknown", "api", lambda t: {"audio": mk.good_wav(t), "model": "nope"}, 2, ("unknown model 'nope'",)),
+    Case("api-options-steps-0", "api", lambda t: {"audio": mk.good_wav(t), "options": GenerationOptions(steps=0)}, 2, ("invalid sampler setting",)),
+    Case("api-residency-unknown", "api", lambda t: {"audio": mk.good_wav(t), "residency": "bogus=resident"}, 2, ("unknown module 'bogus'",)),
+    Case("api-device-tpu", "api", lambda t: {"audio": mk.good_wav(t), "device": "tpu"}, 2, ("unknown device 'tpu'",)),
+    Case("api-threads-0", "api", lambda t: {"audio": mk.good_wav(t), "threads": 0}, 2, ("--threads must be at least 1",)),
+    Case("api-audio-nan-file", "api", lambda t: {"audio": nan_wav(t)}, 2, NAN_WORDS),
+    Case("api-reference-bomb", "api", lambda t: {"audio": mk.good_wav(t), "reference": mk.png_bomb(t)}, 2, ("decompression bomb",)),
+    Case("api-report-is-the-video", "api", lambda t: {"audio": mk.good_wav(t), "report": t / "o.mp4"}, 2, ("--out and --report both name",)),
+    Case("api-blocks-3-channels", "api", blocks(PcmBlock(np.zeros((3, 1600), np.float32), 16000)), 2, ("1 or 2 channels",)),
+    Case("api-blocks-rate-0", "api", blocks(PcmBlock(np.zeros((1, 1600), np.float32), 0)), 2, ("a positive rate",)),
+    Case("api-blocks-nan", "api", blocks(PcmBlock(np.full((1, 16000), np.nan, np.float32), 16000)), 2, ("NaN or infinite samples",)),
+]
+
+
+def _up(name: str, data: bytes, kind: str) -> dict[str, Any]:
+    return {"files": {name: ("f", data, kind)}}
+
+
+WAV = {"Content-Type": "audio/wav"}
+LIMIT = 256 * 1024  # the test server's upload limit
+WAV_WORDS = ("cannot read audio the uploaded audio", "use a WAV, MP3, FLAC or OGG file")
+_wav = mk.wav_bytes
+_tone = mk.tone
+
+HTTP: list[Case] = [
+    Case(
+        "http-audio-text-plain",
+        "http",
+        lambda t: Request("POST", "/sessions/{sid}/audio", {"content": b"hello", "headers": {"Content-Type": "text/plain"}}),
+        415,
+        ("expected an audio file",),
+    ),
+    Case(
+        "http-audio-no-content-type",
+        "http",
+        lambda t: Request("POST", "/sessions/{sid}/audio", {"content": b"RIFF"}),
+        415,
+        ("expected an audio file", "no Content-Type"),
+    ),
+    Case(
+        "http-audio-random-bytes",
+        "http",
+        lambda t: Request("POST", "/sessions/{sid}/audio", {"content": np.random.default_rng(0).bytes(20000), "headers": WAV}),
+        422,
+        WAV_WORDS,
+    ),
+    Case("http-audio-empty-body", "http", lambda t: Request("POST", "/sessions/{sid}/audio", {"content": b"", "headers": WAV}), 422, WAV_WORDS),
+    Case("http-audio-header-cut", "http", lambda t: Request("POST", "/sessions/{sid}/audio", {"content": _wav(_tone())[:22], "headers": WAV}), 422, WAV_WORDS),
+    Case(
+        "http-audio-zero-length",
+        "http",
+        lambda t: Request("POST", "/sessions/{sid}/audio", {"content": _wav(np.zeros((0, 1))), "headers": WAV}),
+        422,
+        ("the uploaded audio has zero length",),
+    ),
+    Case(
+        "http-audio-nan",
+        "http",
+        lambda t: Request("POST", "/sessions/{sid}/audio", {"content": nan_wav(t).read_bytes(), "headers": WAV}),
+        422,
+        ("the uploaded audio holds NaN",),
+    ),
+    Case(
+        "http-audio-rate-1hz",
+        "http",
+        lambda t: Request("POST", "/sessions/{sid}/audio", {"content": _wav(_tone(), 1), "headers": WAV}),
+        422,
+        ("the uploaded audio says its sample rate is 1 Hz",),
+    ),
+    Case(
+        "http-audio-too-large",
+        "http",
+        lambda t: Request("POST", "/sessions/{sid}/audio", {"content": _wav(_tone(10.0)), "headers": WAV}),
+        413,
+        ("larger than this server's limit",),
+    ),
+    Case(
+        "http-audio-form-no-field",
+        "http",
+        lambda t: Request("POST", "/sessions/{sid}/audio", _up("sound", _wav(_tone()), "audio/wav")),
+        422,
+        ("a field named 'audio'",),
+    ),
+    Case(
+        "http-audio-closed-session",
+        "http",
+        lambda t: Request("POST", "/sessions/{closed}/audio", {"content": _wav(_tone()), "headers": WAV}),
+        404,
+        ("no such session",),
+    ),
+    Case(
+        "http-audio-8-channels",
+        "http",
+        lambda t: Request("POST", "/sessions/{sid}/audio", {"content": _wav(_tone(channels=8)), "headers": WAV}),
+        202,
+        (),
+        accepted=True,
+    ),
+    Case("http-interrupt-unknown", "http", lambda t: Request("POST", "/sessions/nope/interrupt"), 404, ("no such session",)),
+    Case("http-interrupt-closed", "http", lambda t: Request("POST", "/sessions/{closed}/interrupt"), 404, ("no such session",)),
+    Case("http-job-with-session-id", "http", lambda t: Request("GET", "/jobs/{sid}"), 404, ("no such job",)),
+    Case("http-create-json-body", "http", lambda t: Request("POST", "/sessions", {"json": {"identity": "demo"}}), 415, ("multipart/form-data",)),
+    Case(
+        "http-create-malformed-multipart",
+        "http",
+        lambda t: Request("POST", "/sessions", {"content": b"--x\r\ngarbage", "headers": {"Content-Type": "multipart/form-data; boundary=x"}}),
+        422,
+        ("form",),
+    ),
+    Case("http-outputs-not-json", "http", lambda t: Request("POST", "/sessions", {"data": {"outputs": "{nope"}}), 422, ("outputs",)),
+    Case(
+        "http-outputs-rtmp-file-url",
+        "http",
+        lambda t: Request("POST", "/sessions", {"data": {"outputs": json.dumps({"rtmp": "file:///etc/passwd"})}}),
+        422,
+        ("not an RTMP publish URL",),
+    ),
+    Case("http-identity-unknown", "http", lambda t: Request("POST", "/sessions", {"data": {"identity": "someone"}}), 422, ("unknown identity",)),
+    Case("http-seed-negative", "http", lambda t: Request("POST", "/sessions", {"data": {"seed": "-1"}}), 422, ("seed must be 0 or more",)),
+    Case("http-avatar-negative", "http", lambda t: Request("POST", "/sessions", {"data": {"avatar": "-1"}}), 422, ("avatar", "greater than or equal to 0")),
+    Case("http-prompt-too-long", "http", lambda t: Request("POST", "/sessions", {"data": {"prompt": "x" * 2001}}), 422, ("prompt", "at most 2000 characters")),
+    Case(
+        "http-reference-and-avatar",
+        "http",
+        lambda t: Request("POST", "/sessions", {"data": {"avatar": "1"}, **_up("reference", mk.png_file(t).read_bytes(), "image/png")}),
+        422,
+        ("either a reference image or avatar=SEED",),
+    ),
+    Case(
+        "http-reference-not-an-image",
+        "http",
+        lambda t: Request("POST", "/sessions", _up("reference", b"not an image", "image/png")),
+        422,
+        ("cannot read reference the uploaded reference", "not an image"),
+    ),
+    Case("http-reference-text-plain", "http", lambda t: Request("POST", "/sessions", _up("reference", b"x", "text/plain")), 415, ("reference image",)),
+    Case(
+        "http-reference-bomb",
+        "http",
+        lambda t: Request("POST", "/sessions", _up("reference", mk.png_bomb_bytes(), "image/png")),
+        422,
+        ("the uploaded reference", "decompression bomb"),
+    ),
+    Case(
+        "http-reference-1x1",
+        "http",
+        lambda t: Request("POST", "/sessions", _up("reference", mk.png_tiny(t).read_bytes(), "image/png")),
+        422,
+        ("the uploaded reference is 1x1 pixels",),
+    ),
+    Case(
+        "http-reference-cut",
+        "http",
+        lambda t: Request("POST", "/sessions", _up("reference", mk.png_cut(t).read_bytes(), "image/png")),
+        422,
+        ("the uploaded reference", "truncated"),
+    ),
+    Case(
+        "http-reference-too-large",
+        "http",
+        lambda t: Request("POST", "/sessions", _up("reference", bytes(LIMIT + 1), "image/png")),
+        413,
+        ("larger than this server's limit",),
+    ),
+    Case("http-job-no-audio", "http", lambda t: Request("POST", "/jobs", {"data": {"identity": "demo"}}), 422, ("audio", "Field required")),
+    Case("http-job-audio-not-audio", "http", lambda t: Request("POST", "/jobs", _up("audio", b"hello", "text/plain")), 415, ("expected an audio file",)),
+    Case("http-job-audio-random", "http", lambda t: Request("POST", "/jobs", _up("audio", np.random.default_rng(1).bytes(5000), "audio/wav")), 422, WAV_WORDS),
+    Case("http-job-unknown", "http", lambda t: Request("GET", "/jobs/nope"), 404, ("no such job",)),
+    Case("http-hls-unknown-name", "http", lambda t: Request("GET", "/sessions/{sid}/hls/.env"), 404, ("no such HLS file",)),
+    Case("http-hls-traversal", "http", lambda t: Request("GET", "/sessions/{sid}/hls/..%2F..%2Fsession.json"), 404, ("Not Found",)),
+    Case("http-video-while-running", "http", lambda t: Request("GET", "/sessions/{sid}/video.mp4"), 409, ("ready when the session is closed",)),
+    Case(
+        "http-webrtc-not-json",
+        "http",
+        lambda t: Request("POST", "/sessions/{sid}/webrtc", {"content": b"{sdp", "headers": {"Content-Type": "application/json"}}),
+        422,
+        ("JSON decode error",),
+    ),
+    Case(
+        "http-webrtc-not-asked-for",
+        "http",
+        lambda t: Request("POST", "/sessions/{sid}/webrtc", {"json": {"sdp": "v=0", "type": "offer"}}),
+        409,
+        ("no WebRTC output",),
+    ),
+    Case("http-wrong-token", "http", lambda t: Request("GET", "/sessions/{sid}", token="wrong-token-123"), 401, ("bearer token",)),
+    Case("http-no-token-create", "http", lambda t: Request("POST", "/sessions", {"data": {"identity": "demo"}}, token=None), 401, ("bearer token",)),
+    Case("http-no-token-metrics", "http", lambda t: Request("GET", "/metrics", token=None), 401, ("bearer token",)),
+]
+
+WS: list[Case] = [
+    Case("ws-no-token", "ws", lambda t: Socket(token=None), 401, ("bearer token",)),
+    Case("ws-wrong-token", "ws", lambda t: Socket(token="wrong-token-123"), 401, ("bearer token",)),
+    Case("ws-unknown-session", "ws", lambda t: Socket(sid="nope"), 404, ("no such session",)),
+    Case("ws-closed-session", "ws", lambda t: Socket(sid="{closed}"), 404, ("no such session",)),
+    Case("ws-format-mp4", "ws", lambda t: Socket(query="format=mp4"), 422, ("audio format 'mp4' is not supported",)),
+    Case("ws-rate-1", "ws", lambda t: Socket(query="format=s16le&rate=1"), 422, ("sample rate 1 is out of range",)),
+    Case("ws-channels-8", "ws", lambda t: Socket(query="format=s16le&channels=8"), 422, ("channels must be 1 or 2",)),
+    Case("ws-rate-not-a-number", "ws", lambda t: Socket(query="format=s16le&rate=fast"), 422, ("rate",)),
+    Case("ws-half-a-sample", "ws", lambda t: Socket(send=(b"\x01\x02\x03",)), 0, ("whole sample frames",)),
+    Case("ws-text-not-json", "ws", lambda t: Socket(send=("not json",)), 0, ("JSON controls",)),
+    Case("ws-unknown-control", "ws", lambda t: Socket(send=(json.dumps({"type": "explode"}),)), 0, ("JSON controls",)),
+    Case("ws-broken-wav-clip", "ws", lambda t: Socket(query="format=encoded", send=(b"RIFF" + bytes(100),)), 0, ("the uploaded audio",)),
+    Case("ws-garbage-clip", "ws", lambda t: Socket(query="format=encoded", send=(np.random.default_rng(2).bytes(3000),)), 0, ("the uploaded audio",)),
+    Case("ws-nan-clip", "ws", lambda t: Socket(query="format=encoded", send=(nan_wav(t).read_bytes(),)), 0, ("the uploaded audio holds NaN",)),
+]
+
+ROWS = CLI + API + HTTP + WS
