@@ -11,7 +11,7 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,12 +28,12 @@ from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.pipeline.trace import TraceWriter
 from avatarstream.publish import EncoderSettings
 from avatarstream.publish.outputs import Outputs
-from avatarstream.publish.sink import SinkReport
+from avatarstream.publish.sink import Sink, SinkReport
 from avatarstream.runtime.cpu_threads import cpu_report, set_threads
 from avatarstream.runtime.devices import resolve_device
 from avatarstream.runtime.launch import RankInfo, finish, init_rank
 from avatarstream.runtime.policies import parse_residency
-from avatarstream.sources.audio_file import open_audio_file
+from avatarstream.sources.audio_file import AudioFileSource, open_audio_file
 from avatarstream.sources.bundled import DEFAULT_SPEECH
 from avatarstream.sources.pcm import PcmBlock
 
@@ -66,7 +66,7 @@ def render(
     prompt: str = "",
     model: str | Family = "demo",
     weights: PathLike | None = None,
-    folders: dict[str, PathLike] | None = None,
+    folders: Mapping[str, PathLike] | None = None,
     dtype: str | None = None,
     options: GenerationOptions | None = None,
     device: str | torch.device = "auto",
@@ -105,12 +105,16 @@ def render(
     check_outputs(outputs, report, trace)
     if audio is None:
         audio = DEFAULT_SPEECH
-    opened = open_audio_file(audio) if isinstance(audio, (str, os.PathLike)) else None  # a file is ours to close
-    source = opened if opened is not None else audio
+    opened: AudioFileSource | None = None  # a file is ours to close
+    source: Iterable[PcmBlock]
+    if isinstance(audio, (str, os.PathLike)):
+        source = opened = open_audio_file(audio)
+    else:
+        source = audio
     try:
         rank, run_device = init_rank(resolve_device(str(device)))
         try:
-            return _render(source, reference, outputs, rank, run_device, avatar=avatar, prompt=prompt, model=model, weights=weights,  # type: ignore[arg-type]
+            return _render(source, reference, outputs, rank, run_device, avatar=avatar, prompt=prompt, model=model, weights=weights,
                            folders=folders, dtype=dtype, options=options or GenerationOptions(), residency=residency, overlap=overlap, seed=seed,
                            preset=preset, report=report, trace=trace, progress=progress)  # fmt: skip
         finally:
@@ -120,9 +124,18 @@ def render(
             opened.close()
 
 
+def _kept_preview(outputs: Outputs, sinks: Iterable[Sink]) -> PreviewServer | None:
+    """The preview server that outlives the render (``keep_preview``), if there is one."""
+    if not (outputs.preview and outputs.keep_preview):
+        return None
+    from avatarstream.publish.preview import PreviewServer  # outputs.open has loaded it already
+
+    return next((s for s in sinks if isinstance(s, PreviewServer)), None)
+
+
 def _render(
     audio: Iterable[PcmBlock], reference: PathLike | None, outputs: Outputs, rank: RankInfo, device: torch.device, *, avatar: int | None,
-    prompt: str, model: str | Family, weights: PathLike | None, folders: dict[str, PathLike] | None, dtype: str | None, options: GenerationOptions, residency: str,
+    prompt: str, model: str | Family, weights: PathLike | None, folders: Mapping[str, PathLike] | None, dtype: str | None, options: GenerationOptions, residency: str,
     overlap: bool | None, seed: int, preset: str, report: PathLike | None, trace: PathLike | None, progress: bool,
 ) -> RenderResult:  # fmt: skip
     load_start = time.perf_counter()
@@ -165,7 +178,7 @@ def _render(
         observers.append(tracer)
     with removed_on_failure(outputs):
         publisher = outputs.open(settings)
-    kept = next((s for s in publisher.sinks if getattr(s, "keep_serving", False)), None)  # the preview, when it outlives the render
+    kept = _kept_preview(outputs, publisher.sinks)
     duration = getattr(audio, "duration_s", None)
     try:
         with publisher, tqdm(total=round(duration * family.fps) if duration else None, unit="frame", disable=not progress, desc="render") as bar:
@@ -174,7 +187,7 @@ def _render(
                 bar.update(media.num_frames)
     except BaseException:
         if kept is not None:  # nobody holds it to stop it later
-            kept.stop()  # type: ignore[attr-defined]
+            kept.stop()
         raise
     finally:
         if tracer is not None:
@@ -186,4 +199,4 @@ def _render(
             if not sink_report.complete:
                 print(f"warning: output {sink_report.name} did not deliver everything: {sink_report.packets_dropped} packets dropped; "
                       f"{'; '.join(sink_report.errors[-3:])}", file=sys.stderr)  # fmt: skip
-    return RenderResult(summary, publisher.reports, kept)  # type: ignore[arg-type]
+    return RenderResult(summary, publisher.reports, kept)

@@ -64,7 +64,8 @@ class Identity:
     def from_seed(cls, seed: int) -> Identity:
         rng = np.random.default_rng([seed, 0x1D])
         skin = _jitter(rng, SKIN_TONES[rng.integers(len(SKIN_TONES))], 8)
-        lip = tuple(float(np.clip(c * f, 0, 255)) for c, f in zip(skin, (0.82, 0.55, 0.55)))
+        red, green, blue = (float(np.clip(c * f, 0, 255)) for c, f in zip(skin, (0.82, 0.55, 0.55)))
+        lip = (red, green, blue)
         return cls(
             seed=seed,
             face_width=float(rng.uniform(54, 68)),
@@ -91,11 +92,13 @@ class Identity:
 
 
 def _jitter(rng: np.random.Generator, colour: Colour, amount: float) -> Colour:
-    return tuple(float(np.clip(c + rng.uniform(-amount, amount), 0, 255)) for c in colour)
+    r, g, b = (float(np.clip(c + rng.uniform(-amount, amount), 0, 255)) for c in colour)
+    return r, g, b
 
 
 def _random_colour(rng: np.random.Generator) -> Colour:
     """A fairly muted colour, bright enough never to read as the dark mouth interior."""
     hue = rng.uniform(0, 1)
     base = np.array([np.cos(2 * np.pi * (hue + k / 3)) for k in range(3)])
-    return tuple(float(v) for v in np.clip(150 + 70 * base * rng.uniform(0.3, 1.0), 70, 240))
+    r, g, b = (float(v) for v in np.clip(150 + 70 * base * rng.uniform(0.3, 1.0), 70, 240))
+    return r, g, b

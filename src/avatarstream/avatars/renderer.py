@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -102,7 +103,8 @@ def _background(identity: Identity) -> np.ndarray:
 
 def _shade(colour: Colour, factor: float | tuple[float, float, float]) -> Colour:
     factors = factor if isinstance(factor, tuple) else (factor,) * 3
-    return tuple(float(np.clip(c * f, 0, 255)) for c, f in zip(colour, factors))
+    r, g, b = (float(np.clip(c * f, 0, 255)) for c, f in zip(colour, factors))
+    return r, g, b
 
 
 def render_frame(identity: Identity, pose: Pose) -> np.ndarray:
@@ -117,13 +119,13 @@ def render_frame(identity: Identity, pose: Pose) -> np.ndarray:
     _hair_back(canvas, idn)
     for side in (-1, 1):
         ear_u = side * fw * 0.97
-        canvas.paint(lambda u, v, ear_u=ear_u: _ellipse(u, v, ear_u, -0.05 * fh, 8.5, 13), _shade(idn.skin, 0.92), (ear_u, -0.05 * fh, 13))
+        canvas.paint(partial(_ellipse, cu=ear_u, cv=-0.05 * fh, ru=8.5, rv=13), _shade(idn.skin, 0.92), (ear_u, -0.05 * fh, 13))
     jaw_w, jaw_h = fw * (0.95 - 0.2 * idn.chin), 0.72 * fh + 6 * idn.chin
     canvas.paint(lambda u, v: np.minimum(_ellipse(u, v, 0, 0, fw, fh), _ellipse(u, v, 0, 0.3 * fh, jaw_w, jaw_h)), idn.skin, (0, 0.1 * fh, max(fw, fh) * 1.05))
     for side in (-1, 1):
         cheek_u = side * (idn.eye_spacing + 9)
         canvas.paint(
-            lambda u, v, cheek_u=cheek_u: _ellipse(u, v, cheek_u, 0.22 * fh, 11, 7),
+            partial(_ellipse, cu=cheek_u, cv=0.22 * fh, ru=11, rv=7),
             _shade(idn.skin, (1.02, 0.85, 0.85)),
             (cheek_u, 0.22 * fh, 11),
             alpha=0.35,
@@ -131,7 +133,7 @@ def render_frame(identity: Identity, pose: Pose) -> np.ndarray:
         )
         if idn.earrings:
             ring_u = side * fw * 0.99
-            canvas.paint(lambda u, v, ring_u=ring_u: _ellipse(u, v, ring_u, 0.1 * fh + 7, 3.2, 3.2), (225, 185, 60), (ring_u, 0.1 * fh + 7, 3.2))
+            canvas.paint(partial(_ellipse, cu=ring_u, cv=0.1 * fh + 7, ru=3.2, rv=3.2), (225, 185, 60), (ring_u, 0.1 * fh + 7, 3.2))
     _hair_front(canvas, idn)
     _eyes(canvas, idn, pose.blink)
     nose_v, nose_l, nose_w = -0.12 * fh + 0.75 * idn.nose_length, idn.nose_length, idn.nose_width
@@ -194,7 +196,11 @@ def _eyes(canvas: _Canvas, idn: Identity, blink: float) -> None:
         canvas.paint(inside(size * 0.55), idn.eye_colour, bound)
         canvas.paint(inside(size * 0.25), (15, 15, 20), bound)
         canvas.paint(inside(1.6, size * 0.2, -size * 0.2), (255, 255, 255), bound)
-        canvas.paint(lambda u, v, white=white: np.abs(white(u, v)) - 0.7, (40, 30, 30), bound, alpha=0.9)
+
+        def outline(u: np.ndarray, v: np.ndarray, white: Callable[[np.ndarray, np.ndarray], np.ndarray] = white) -> np.ndarray:
+            return np.abs(white(u, v)) - 0.7
+
+        canvas.paint(outline, (40, 30, 30), bound, alpha=0.9)
         brow_v, tilt = eye_v - size - 7, side * idn.brow_tilt
 
         def brow(u: np.ndarray, v: np.ndarray, cu: float = cu, tilt: float = tilt, brow_v: float = brow_v) -> np.ndarray:
@@ -202,7 +208,11 @@ def _eyes(canvas: _Canvas, idn: Identity, blink: float) -> None:
 
         canvas.paint(brow, _shade(idn.hair, 0.9), (cu, brow_v, size * 1.5))
         if idn.glasses:
-            canvas.paint(lambda u, v, cu=cu: np.abs(_ellipse(u, v, cu, eye_v, size * 1.9, size * 1.6)) - 1.3, (45, 45, 50), (cu, eye_v, size * 2.0))
+
+            def rim(u: np.ndarray, v: np.ndarray, cu: float = cu) -> np.ndarray:
+                return np.abs(_ellipse(u, v, cu, eye_v, size * 1.9, size * 1.6)) - 1.3
+
+            canvas.paint(rim, (45, 45, 50), (cu, eye_v, size * 2.0))
     if idn.glasses:
         half = idn.eye_spacing - size * 1.9 + 1
         canvas.paint(lambda u, v: _ellipse(u, v, 0, eye_v - 2, half, 1.3), (45, 45, 50), (0, eye_v - 2, half))

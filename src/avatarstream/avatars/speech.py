@@ -111,7 +111,8 @@ def is_held_out(sentence_seed: int) -> bool:
 def sentence_seeds(split: str, count: int, start: int = 0) -> list[int]:
     """The first `count` sentence seeds >= start of a split ('train' or 'heldout')."""
     want = split == "heldout"
-    seeds, seed = [], start
+    seeds: list[int] = []
+    seed = start
     while len(seeds) < count:
         if is_held_out(seed) == want:
             seeds.append(seed)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
+from transformers import Wav2Vec2Model
 
 from avatarstream.models.infinitetalk.audio_features import SAMPLE_RATE, audio_windows, loudness_normalize, wav2vec2_features
 from avatarstream.pipeline.chunks import ChunkPlan
@@ -32,7 +33,7 @@ def window_errors(
     track.append(waveform[None].astype(np.float32))
     audio = AudioWindow(track, samples_per_frame, stage_like.frames, lambda: total)
     with torch.inference_mode():
-        whole = wav2vec2_features(audio_encoder.network, torch.from_numpy(loudness_normalize(waveform)))
+        whole = wav2vec2_features(audio_encoder.network_as(Wav2Vec2Model), torch.from_numpy(loudness_normalize(waveform)))
         scale = whole.abs().mean().item()
         results = {}
         for window_s, lookahead in spans:

@@ -49,24 +49,33 @@ class BenchContext:
     def config(self) -> DemoConfig:
         return DemoConfig.tiny() if self.model == "demo-tiny" else DemoConfig()
 
-    def family(self, config: DemoConfig | None = None) -> tuple[Family, float]:
+    def family(self) -> tuple[Family, float]:
         """The family warmed up, and its load time: demo from random weights (speed does not depend on them), infinitetalk from its files."""
+        if self.model != "infinitetalk":
+            return self.demo_family()
         start = time.perf_counter()
-        if self.model == "infinitetalk":
-            if config is not None:
-                raise InputError("this scenario runs the demo family only (it varies the demo model's config)")
-            if self._loaded is None:
-                if self.model_args is None:
-                    raise InputError("the infinitetalk model needs --weights ROOT")
-                self._loaded = load_model(self.model_args, self.device)
-            family: Family = self._loaded
-        else:
-            family = DemoFamily.random(config or self.config)
-            for module in family.modules.values():
-                module.network.to(self.device)
+        if self._loaded is None:
+            if self.model_args is None:
+                raise InputError("the infinitetalk model needs --weights ROOT")
+            self._loaded = load_model(self.model_args, self.device)
         load_s = time.perf_counter() - start
-        self.run(family, seconds=1.0, encode=False)  # first calls allocate and initialise kernels
+        self._warm_up(self._loaded)
+        return self._loaded, load_s
+
+    def demo_family(self, config: DemoConfig | None = None) -> tuple[DemoFamily, float]:
+        """``family`` for the scenarios built on the demo model (its config, its DiTs), from random weights of ``config``."""
+        if self.model == "infinitetalk":
+            raise InputError("this scenario runs the demo family only (it varies or reads the demo model's config)")
+        start = time.perf_counter()
+        family = DemoFamily.random(config or self.config)
+        for module in family.modules.values():
+            module.network.to(self.device)
+        load_s = time.perf_counter() - start
+        self._warm_up(family)
         return family, load_s
+
+    def _warm_up(self, family: Family) -> None:
+        self.run(family, seconds=1.0, encode=False)  # first calls allocate and initialise kernels
 
     def reference(self, size: int | tuple[int, int]) -> np.ndarray:
         return load_reference_image(DEFAULT_REFERENCE, size)

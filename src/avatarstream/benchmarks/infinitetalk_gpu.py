@@ -59,6 +59,7 @@ from avatarstream.models.infinitetalk.text_encoder import TextEncoder, umt5_conf
 from avatarstream.models.infinitetalk.vae import build_vae
 from avatarstream.runtime.devices import resolve_device, synchronize
 from avatarstream.runtime.packing import module_tensors
+from avatarstream.runtime.streamed import blocks_of
 from avatarstream.weights.meta_load import empty_weights
 
 GIB = 2**30
@@ -373,7 +374,9 @@ def pinned_bytes_needed(family: InfiniteTalkFamily, residency: dict[str, str]) -
         if policy == "offloaded":
             total += _power_of_two(_nbytes(module_tensors(module.network)))
         elif policy == "streamed":
-            blocks = module.network.blocks
+            blocks = blocks_of(module.network)
+            if blocks is None:
+                raise InputError(f"module {name!r} cannot be streamed: it has no 'blocks'")
             total += sum(_power_of_two(_nbytes(module_tensors(block))) for block in blocks)
             total += _power_of_two(_nbytes(module_tensors(module.network, skip=blocks)))
     return total

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from avatarstream.families.demo import MOTION_FRAMES, DemoFamily
-from avatarstream.models.demo import FlowMatchEuler
+from avatarstream.models.demo import AudioEncoder, CausalVAE, FlowMatchEuler, TextEncoder
 from avatarstream.pipeline.chunks import ChunkPlan
 from avatarstream.stages.audio_to_video import sample_window
 from avatarstream.stages.decode import video_to_frames
@@ -29,16 +29,19 @@ def raw_frames(
 ) -> Iterator[np.ndarray]:
     cfg = family.config
     net = {name: module.network for name, module in family.modules.items()}
+    vae = family.modules["vae"].network_as(CausalVAE)
+    text_encoder = family.modules["text_encoder"].network_as(TextEncoder)
+    audio_encoder = family.modules["audio_encoder"].network_as(AudioEncoder)
     device = next(net["a2v_dit"].parameters()).device
     spf, total = cfg.samples_per_frame, round(len(samples) / cfg.sample_rate * cfg.fps)
     sampler = FlowMatchEuler(steps, shift)
 
     full = image_to_video_tensor(reference_image, device)
     base = F.interpolate(full[:, :, 0], size=(cfg.base_size, cfg.base_size), mode="area")[:, :, None]
-    ref_full, ref_base = net["vae"].encode(full)[:, :, 0], net["vae"].encode(base)[:, :, 0]
+    ref_full, ref_base = vae.encode(full)[:, :, 0], vae.encode(base)[:, :, 0]
     ref_tokens = net["reference_encoder"](ref_base)
-    text = net["text_encoder"](net["text_encoder"].tokenize("").to(device))
-    before, after = net["audio_encoder"].frames_before, net["audio_encoder"].frames_after
+    text = text_encoder(text_encoder.tokenize("").to(device))
+    before, after = audio_encoder.frames_before, audio_encoder.frames_after
     n_latents: dict[int, tuple[int, torch.Tensor]] = {}
     cache = None
 
@@ -50,7 +53,7 @@ def raw_frames(
         lo, hi = (chunk.window_start - before) * spf, (chunk.window_end + after) * spf
         window = np.zeros(hi - lo, np.float32)
         window[max(-lo, 0) : max(-lo, 0) + len(samples[max(lo, 0) : max(hi, 0)])] = samples[max(lo, 0) : max(hi, 0)]
-        audio = net["audio_encoder"](torch.from_numpy(window)[None].to(device))
+        audio = audio_encoder(torch.from_numpy(window)[None].to(device))
         noise = seeded_noise(
             (1, cfg.vae.latent_channels, chunk.window_frames, cfg.base_latent_size, cfg.base_latent_size), device, seed, "chunk", chunk.kind, chunk.index
         )
@@ -70,5 +73,5 @@ def raw_frames(
             source = latents if piece.source == (chunk.kind, chunk.index) else n_latents[piece.source[1]][1]
             low = source[:, :, clipped.offset : clipped.offset + clipped.end - clipped.start]
             sr_noise = seeded_noise((1, *ref_full.shape[1:2], 1, *ref_full.shape[2:]), device, seed, "sr").expand(-1, -1, low.shape[2], -1, -1)
-            video, cache = net["vae"].decode(net["sr_dit"](low, ref_full, sr_noise), cache)
+            video, cache = vae.decode(net["sr_dit"](low, ref_full, sr_noise), cache)
             yield video_to_frames(video).numpy()

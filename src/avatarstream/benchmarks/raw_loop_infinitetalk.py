@@ -42,6 +42,7 @@ def raw_frames(family: InfiniteTalkFamily, reference_image: np.ndarray, samples:
     context, null = n.text_encoder.encode(["", NEGATIVE_PROMPT])
     width, height = s.size
     cache, previous = DecoderCache.for_vae(n.vae), None
+    positions: tuple[int, ...]  # latent frames held clean: the reference's, then the motion frames
     k = 0
     while k == 0 or k * own + motion < FRAMES.timeline_frames(total):
         start = k * own
@@ -51,7 +52,7 @@ def raw_frames(family: InfiniteTalkFamily, reference_image: np.ndarray, samples:
         features = wav2vec2_features(n.audio_encoder, torch.from_numpy(loudness_normalize(samples[lo * spf : stop * spf])))
         cond = ChunkConditions(y, clip, context[None], null[None], audio_windows(features, first - lo, end - first))
         noise = seeded_noise(
-            (1, n.vae.config.z_dim, own + motion, height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE), torch.device("cpu"), seed, "chunk", "N", k
+            (1, n.vae.config["z_dim"], own + motion, height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE), torch.device("cpu"), seed, "chunk", "N", k
         )
         if previous is None:
             held, positions = first_latent, (0,)

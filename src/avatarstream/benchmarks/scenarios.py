@@ -21,8 +21,9 @@ from avatarstream.benchmarks.raw_loop import raw_frames
 from avatarstream.benchmarks.raw_loop_infinitetalk import raw_frames as raw_frames_infinitetalk
 from avatarstream.benchmarks.soak import SoakFailed, SoakSettings, measure_soak
 from avatarstream.errors import InputError
-from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS
-from avatarstream.models.demo import DemoConfig
+from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS, DemoFamily
+from avatarstream.families.infinitetalk.family import InfiniteTalkFamily
+from avatarstream.models.demo import A2VDiT, DemoConfig, SRDiT
 from avatarstream.runtime.compare import compare_policies, standard_configs
 from avatarstream.stages.infinitetalk.context import WanAudioContextStage
 
@@ -73,7 +74,7 @@ def resolution(ctx: BenchContext) -> dict[str, Any]:
     sizes = [base.image_size // 2, base.image_size, base.image_size * 3 // 2]
     rows = []
     for size in sizes:
-        family, _ = ctx.family(dataclasses.replace(base, image_size=size, base_size=size // 2))
+        family, _ = ctx.demo_family(dataclasses.replace(base, image_size=size, base_size=size // 2))
         report = _median_run(ctx, [ctx.run(family) for _ in range(ctx.repeats)])
         rows.append({"resolution": size, **_speed(report)})
     plots.lines(
@@ -89,10 +90,11 @@ def resolution(ctx: BenchContext) -> dict[str, Any]:
 def overhead(ctx: BenchContext) -> dict[str, Any]:
     """Framework overhead: the pipeline against the same models in a plain loop, interleaved, no encoding."""
     family, _ = ctx.family()
-    if family.name == "infinitetalk":
+    if isinstance(family, InfiniteTalkFamily):
         options: dict[str, Any] = {}
         raw = partial(raw_frames_infinitetalk, family)
     else:
+        assert isinstance(family, DemoFamily), "the bench loads the demo or the infinitetalk family"
         options = {"chunk_frames": DEFAULT_CHUNK_FRAMES, "interp_frames": DEFAULT_INTERP_FRAMES, "steps": DEFAULT_STEPS, "shift": DEFAULT_SHIFT}
         raw = partial(raw_frames, family, **options)
     pipe_s, raw_s, loop_pct, identical = [], [], [], True
@@ -153,7 +155,9 @@ def _compare(ctx: BenchContext, variants: dict[str, dict[str, Any]], check_ident
     for _ in range(ctx.repeats):
         for name, options in variants.items():
             runs[name].append(ctx.run(family, keep_frames=check_identical, **options))
-    result = {name: _speed(_median_run(ctx, r)) | {"realtime_factor_all": [round(x["realtime_factor"], 3) for x in r]} for name, r in runs.items()}
+    result: dict[str, Any] = {
+        name: _speed(_median_run(ctx, r)) | {"realtime_factor_all": [round(x["realtime_factor"], 3) for x in r]} for name, r in runs.items()
+    }
     if check_identical:
         first = [r[0]["frames_array"] for r in runs.values()]
         result["identical_frames"] = all(np.array_equal(first[0], f) for f in first[1:])
@@ -174,11 +178,11 @@ def overlap(ctx: BenchContext) -> dict[str, Any]:
 
 def compiled(ctx: BenchContext) -> dict[str, Any]:
     """torch.compile of the DiT blocks, with and without (compile time reported separately)."""
-    family, _ = ctx.family()
+    family, _ = ctx.demo_family()
     plain = _median_run(ctx, [ctx.run(family) for _ in range(ctx.repeats)])
     start = time.perf_counter()
-    for name in ("a2v_dit", "sr_dit"):
-        for block in family.modules[name].network.blocks:
+    for dit in (family.modules["a2v_dit"].network_as(A2VDiT), family.modules["sr_dit"].network_as(SRDiT)):
+        for block in dit.blocks:
             block.compile()
     ctx.run(family, seconds=2.0)  # triggers compilation for the chunk shapes
     compile_s = time.perf_counter() - start
@@ -188,7 +192,7 @@ def compiled(ctx: BenchContext) -> dict[str, Any]:
 
 def residency(ctx: BenchContext) -> dict[str, Any]:
     """Resident, offloaded and streamed weights side by side: same model, same audio, one run."""
-    family, _ = ctx.family()
+    family, _ = ctx.demo_family()
     cfg = family.config
     reference = ctx.reference(cfg.image_size)
     speech = ctx.speech(cfg.sample_rate)
@@ -284,7 +288,7 @@ def gpu(ctx: BenchContext) -> dict[str, Any]:
     """Production-size speed on one GPU (random weights): time to first frame and fps."""
     if ctx.device.type != "cuda":
         raise InputError("the gpu scenario needs a CUDA device; run it with --device cuda on a GPU machine")
-    family, load_s = ctx.family(production_config())
+    family, load_s = ctx.demo_family(production_config())
     runs = [ctx.run(family) for _ in range(ctx.repeats)]
     best = _median_run(ctx, runs)
     params = {name: module.num_parameters for name, module in family.modules.items()}

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 
+LEVELS: dict[str, Callable[[Sequence[float]], float]] = {"median": statistics.median, "max": max, "mean": statistics.fmean}
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """How much higher the last third may be than the first: ``absolute`` plus ``relative`` of the first third's level."""
@@ -29,7 +32,7 @@ def trend(times: Sequence[float], values: Sequence[float], tolerance: Tolerance,
     if len(kept) < 3:
         return {"samples": len(kept), "ok": False, "why": "fewer than 3 samples after the warm-up: run longer"}
     third = len(kept) // 3
-    level: Callable[[Sequence[float]], float] = {"max": max, "mean": statistics.fmean}.get(tolerance.level, statistics.median)
+    level = LEVELS[tolerance.level]
     first, last = level(kept[:third]), level(kept[-third:])
     allowed = tolerance.absolute + tolerance.relative * abs(first)
     rise = last - first

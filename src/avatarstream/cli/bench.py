@@ -21,13 +21,18 @@ from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.runtime.devices import resolve_device
 
 
+def _summary(doc: str | None) -> str:
+    """A docstring's first line; empty when docstrings are stripped (python -OO)."""
+    return (doc or "").partition("\n")[0]
+
+
 def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser(
         "bench",
         help="measure time to first frame, fps, real-time factor, per-stage time, overhead and memory",
         description=(
             "Run benchmark scenarios and write one JSON per scenario plus PNG plots. Scenarios: "
-            + "; ".join(f"{name}: {fn.__doc__.splitlines()[0]}" for name, fn in SCENARIOS.items())
+            + "; ".join(f"{name}: {_summary(fn.__doc__)}" for name, fn in SCENARIOS.items())
         ),
         epilog="example: avatarstream bench --scenario speed --scenario overhead --out bench/results/today",
         formatter_class=DefaultsHelpFormatter,

@@ -10,6 +10,7 @@ from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.runtime_args import add_runtime_arguments
 from avatarstream.errors import InputError
 from avatarstream.families import load_family
+from avatarstream.families.demo import DemoFamily
 from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.runtime.devices import resolve_device
 
@@ -53,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     set_threads(args.threads)
     device = resolve_device(args.device)
     family = load_family(args.model, args.weights)
+    assert isinstance(family, DemoFamily), "--model offers the demo variants only"
     results, series = evaluate(family, device, clips=args.clips, clip_seconds=args.clip_seconds, long_minutes=args.minutes)
     results["weights"] = family.weights
     args.out.mkdir(parents=True, exist_ok=True)

@@ -95,4 +95,4 @@ def check_model_folders(args: argparse.Namespace) -> dict[str, Path]:
 
 def load_model(args: argparse.Namespace, device: torch.device, *, seed: int = 0) -> Family:
     folders = check_model_folders(args)
-    return load_family(args.model, args.weights, seed=seed, dtype=args.dtype, device=device, folders=folders)  # type: ignore[return-value]
+    return load_family(args.model, args.weights, seed=seed, dtype=args.dtype, device=device, folders=folders)

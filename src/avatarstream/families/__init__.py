@@ -7,6 +7,7 @@ the interface of ``families.base.Family``.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import torch
@@ -30,7 +31,7 @@ def resolve_dtype(name: str | None, device: torch.device) -> torch.dtype:
 
 def load_family(
     model: str,
-    weights_dir: str | Path | None = None,
+    weights_dir: str | os.PathLike[str] | None = None,
     *,
     seed: int = 0,
     dtype: str | None = None,

@@ -8,10 +8,13 @@ from a fixed seed, so every run of the same command is identical.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -78,7 +81,7 @@ class DemoFamily:
     options: GenerationOptions = field(default_factory=GenerationOptions)  # of the last build
 
     @classmethod
-    def load(cls, variant: str, weights_dir: str | Path | None, *, seed: int = 0) -> DemoFamily:
+    def load(cls, variant: str, weights_dir: str | os.PathLike[str] | None, *, seed: int = 0) -> DemoFamily:
         if weights_dir is None and variant == "default" and (SHIPPED_WEIGHTS / "config.json").is_file():
             weights_dir = Path(str(SHIPPED_WEIGHTS))
         if weights_dir is None:
@@ -86,13 +89,13 @@ class DemoFamily:
             return cls.random(DemoConfig.tiny() if variant == "tiny" else DemoConfig(), seed=seed)
         folder = Path(weights_dir)
         config = _read_config(folder)
-        modules = {name: Module.build(name, lambda net=net: net(config), weights=folder / f"{name}.safetensors") for name, net in _NETWORKS.items()}
+        modules = {name: Module.build(name, partial(net, config), weights=folder / f"{name}.safetensors") for name, net in _NETWORKS.items()}
         return cls(config, modules, str(folder))
 
     @classmethod
     def random(cls, config: DemoConfig, *, seed: int = 0) -> DemoFamily:
         """Every module from random weights drawn from ``seed`` (for benchmarks and before training)."""
-        modules = {name: Module.build(name, lambda net=net: net(config), seed=seed + i) for i, (name, net) in enumerate(_NETWORKS.items())}
+        modules = {name: Module.build(name, partial(net, config), seed=seed + i) for i, (name, net) in enumerate(_NETWORKS.items())}
         return cls(config, modules, f"random (seed {seed})")
 
     def save(self, folder: str | Path) -> None:
@@ -145,7 +148,7 @@ class DemoFamily:
         return (self.config.image_size, self.config.image_size)
 
     @property
-    def settings(self) -> dict[str, object]:
+    def settings(self) -> dict[str, Any]:
         return {**DEFAULTS, **self.options.given()}
 
     def build(
@@ -154,7 +157,7 @@ class DemoFamily:
         """``pipeline`` from user options; the demo family takes chunking, steps and shift only."""
         options.refuse("demo", set(DEFAULTS))
         self.options = options
-        return self.pipeline(device, **self.settings, residency=residency, overlap=overlap, read_ahead=read_ahead)  # type: ignore[arg-type]
+        return self.pipeline(device, **self.settings, residency=residency, overlap=overlap, read_ahead=read_ahead)
 
     def reference(self, path: Path | None, avatar: int | None) -> np.ndarray:
         shipped = not self.weights.startswith("random") and Path(self.weights) == Path(str(SHIPPED_WEIGHTS))

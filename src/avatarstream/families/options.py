@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from typing import Any
 
 from avatarstream.errors import InputError
 
@@ -47,7 +48,7 @@ class GenerationOptions:
             if value is not None and value > limit:
                 raise InputError(f"{flag(name)} {value} is over the limit of {limit}; the model's default is far below it (see --help)")
 
-    def given(self) -> dict[str, object]:
+    def given(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
     def refuse(self, family: str, supported: set[str]) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 from PIL import Image
 
 from avatarstream.errors import InputError
@@ -85,7 +86,7 @@ def read_image(path: Path) -> torch.Tensor:
     return ((torch.from_numpy(rgb).permute(2, 0, 1) - 0.5) * 2)[None, :, None]
 
 
-def reference_conditioning(vae: torch.nn.Module, image: torch.Tensor, frame_num: int) -> torch.Tensor:
+def reference_conditioning(vae: AutoencoderKLWan, image: torch.Tensor, frame_num: int) -> torch.Tensor:
     """y = [4 mask channels (1 on latent frame 0), VAE latent of the image followed by zero frames]."""
     pixels = torch.cat([image, image.new_zeros(*image.shape[:2], frame_num - 1, *image.shape[3:])], dim=2)
     latent = encode(vae, pixels)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import AsyncIterable, AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from avatarstream.pipeline.observer import RunObserver
@@ -76,7 +76,7 @@ async def astream(
     seed: int = 0,
     observers: Sequence[RunObserver] = (),
     max_ahead: int = 2,
-) -> AsyncIterator[MediaChunk]:
+) -> AsyncGenerator[MediaChunk, None]:
     """Async twin of ``Pipeline.stream``: same loop, same frames."""
     bridge = _Bridge(asyncio.get_running_loop(), audio, max_ahead)
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from avatarstream.errors import InputError
+from avatarstream.errors import InputError, PipelineGraphError
+
+N = TypeVar("N", bound=torch.nn.Module)
 
 
 class Module:
@@ -34,6 +37,12 @@ class Module:
         if weights is not None:
             module.load_weights(weights)
         return module
+
+    def network_as(self, kind: type[N]) -> N:
+        """The network as the class a model-specific caller (a stage, a trainer) drives; a module holding another class is a wiring error."""
+        if not isinstance(self.network, kind):
+            raise PipelineGraphError(f"module {self.name!r} holds a {type(self.network).__name__} where a {kind.__name__} is needed")
+        return self.network
 
     def load_weights(self, path: Path) -> None:
         """Load a safetensors file; every tensor must match the network exactly."""

@@ -14,20 +14,20 @@ import contextlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import torch
 
 T = TypeVar("T")
 
 
-class FinalizeWorker:
+class FinalizeWorker(Generic[T]):
     def __init__(self, device: torch.device, max_pending: int = 2) -> None:
         self.device = device
         self.max_pending = max_pending
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avatarstream-final")
         self._stream = torch.cuda.Stream(device) if device.type == "cuda" else None
-        self._pending: deque[Future] = deque()
+        self._pending: deque[Future[T]] = deque()
 
     def submit(self, work: Callable[[], T]) -> None:
         ready = None
@@ -39,6 +39,7 @@ class FinalizeWorker:
     def _run(self, work: Callable[[], T], ready: torch.cuda.Event | None) -> T:
         if self._stream is None:
             return work()
+        assert ready is not None, "work for the CUDA stream is submitted with its ready event"
         with torch.cuda.stream(self._stream):
             self._stream.wait_event(ready)
             return work()

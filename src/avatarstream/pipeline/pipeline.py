@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -63,7 +63,8 @@ class AudioWindow:
 
     def read(self, first_frame: int, end_frame: int) -> np.ndarray:
         """Mono samples of frames ``[first_frame, end_frame)``; silence outside the audio."""
-        return self.track.read(first_frame * self.samples_per_frame, end_frame * self.samples_per_frame)[0]
+        mono: np.ndarray = self.track.read(first_frame * self.samples_per_frame, end_frame * self.samples_per_frame)[0]
+        return mono
 
 
 class Pipeline:
@@ -142,7 +143,7 @@ class Pipeline:
 
     def astream(
         self, audio: AsyncIterable[PcmBlock], reference_image: Any, prompt: str = "", *, seed: int = 0, observers: Sequence[RunObserver] = ()
-    ) -> AsyncIterator[MediaChunk]:
+    ) -> AsyncGenerator[MediaChunk, None]:
         """Async twin of ``stream`` for live sources (sockets, agents); see ``pipeline.aio``."""
         return astream(self, audio, reference_image, prompt, seed=seed, observers=observers)
 
@@ -177,7 +178,7 @@ class _Run:
         stages = self.p._by_phase["init"]
         for stage, upcoming in zip(stages, (*stages[1:], self.p._by_phase["chunk"][0]), strict=True):
             self._run_stage(stage, self.session.values, upcoming)
-        worker = FinalizeWorker(self.p.device) if self.p.overlap else None
+        worker: FinalizeWorker[MediaChunk] | None = FinalizeWorker(self.p.device) if self.p.overlap else None
         try:
             yield from self._chunk_loop(worker)
         finally:
@@ -186,7 +187,7 @@ class _Run:
         for obs in self.observers:
             obs.on_end(self.total_video or 0, self.timeline.duration_s, self.now())
 
-    def _chunk_loop(self, worker: FinalizeWorker | None) -> Iterator[MediaChunk]:
+    def _chunk_loop(self, worker: FinalizeWorker[MediaChunk] | None) -> Iterator[MediaChunk]:
         chunk = self.p.plan.first()
         next_publish = 0
         ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avatarstream-ahead") if self._reads_ahead(worker) else None
@@ -227,7 +228,7 @@ class _Run:
             if ahead is not None:
                 ahead.shutdown(wait=True, cancel_futures=True)
 
-    def _reads_ahead(self, worker: FinalizeWorker | None) -> bool:
+    def _reads_ahead(self, worker: FinalizeWorker[MediaChunk] | None) -> bool:
         return worker is not None and self.p.read_ahead and bool(self.p._independent)
 
     def _prepare(self, chunk: Chunk) -> dict[str, Any]:
@@ -273,7 +274,7 @@ class _Run:
         after = self.p._by_phase["final" if publishes else "chunk"][0]  # a held-back N-chunk goes straight to the next chunk
         for stage, upcoming in zip(stages, (*stages[1:], after), strict=True):
             self._run_stage(stage, step, upcoming, chunk=chunk)
-        latents = step["latents"]
+        latents: torch.Tensor = step["latents"]
         if chunk.kind == "N":
             self.session.held.put(chunk, latents)
         return latents

@@ -101,7 +101,7 @@ class ReportRecorder(RunObserver):
             **{name: read() for name, read in self._late_fields.items()},
         }
 
-    def write(self, path: str | os.PathLike) -> dict[str, Any]:
+    def write(self, path: str | os.PathLike[str]) -> dict[str, Any]:
         """Write the report JSON, streaming the spooled chunk records; returns the summary."""
         summary = self.summary()
         path = Path(path)

@@ -9,7 +9,7 @@ cache). Nothing here grows with the session length.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,7 +75,7 @@ class StageContext(Mapping[str, Any]):
             return self._step[key]
         return self.session.values[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter({**self.session.values, **self._step})
 
     def __len__(self) -> int:

@@ -11,7 +11,7 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from avatarstream.errors import PublishError
 from avatarstream.pipeline.observer import RunObserver, StageSpan
@@ -22,7 +22,7 @@ class TraceWriter(RunObserver):
 
     _TIDS: ClassVar[dict[str, int]] = {"init": 1, "chunk": 2, "final": 3}
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -35,14 +35,14 @@ class TraceWriter(RunObserver):
         for phase, tid in self._TIDS.items():
             self._write({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": phase}})
 
-    def _write(self, event: dict) -> None:
+    def _write(self, event: dict[str, Any]) -> None:
         with self._lock:
             self._file.write(("[\n" if self._first else ",\n") + json.dumps(event))
             self._first = False
             self._file.flush()
 
     def on_stage(self, span: StageSpan) -> None:
-        args: dict = {}
+        args: dict[str, Any] = {}
         if span.chunk is not None:
             args["chunk"] = span.chunk.name
         if span.frames is not None:

@@ -15,8 +15,6 @@ from avatarstream.errors import PublishError
 from avatarstream.lifecycle import ClosesOnExit
 from avatarstream.publish.media import MediaChunk
 
-_STOP = object()  # queued by close(): no more chunks will follow
-
 
 class ChunkWriter(Protocol):
     """Anything that encodes chunks in order and finalizes its output on close."""
@@ -41,7 +39,7 @@ class BackgroundEncoder(ClosesOnExit):
         self.frames_written = 0
         self.max_queue_depth_seen = 0
         self._writer = writer
-        self._queue: queue.Queue[object] = queue.Queue(maxsize=max_queued_chunks)
+        self._queue: queue.Queue[MediaChunk | None] = queue.Queue(maxsize=max_queued_chunks)  # None, queued by close(): no more chunks
         self._error: BaseException | None = None
         self._error_raised = False
         self._closed = False
@@ -61,16 +59,16 @@ class BackgroundEncoder(ClosesOnExit):
         """Encode what is queued, finalize the writer, join the worker; safe to call twice."""
         if not self._closed:
             self._closed = True
-            self._queue.put(_STOP)
+            self._queue.put(None)
             self._thread.join()
         if self._error is not None and not self._error_raised:
             raise self._worker_failure()
 
     def _work(self) -> None:
         try:
-            while (chunk := self._queue.get()) is not _STOP:
+            while (chunk := self._queue.get()) is not None:
                 if self._error is None:
-                    self._write(chunk)  # type: ignore[arg-type]
+                    self._write(chunk)
         finally:
             try:
                 self._writer.close()

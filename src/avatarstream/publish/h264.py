@@ -74,7 +74,8 @@ def decoder_config_from_annexb(data: bytes) -> bytes:
 
 def parameter_sets(config: bytes) -> list[bytes]:
     """The SPS and PPS NAL units stored in an avcC record, SPS first."""
-    units, offset = [], 5
+    units: list[bytes] = []
+    offset = 5
     for _ in range(2):  # the SPS list, then the PPS list
         count = config[offset] & (0x1F if not units else 0xFF)
         offset += 1

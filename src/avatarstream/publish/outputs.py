@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ class Outputs:
     ``kvs`` / ``kvs_stream_arn``: an Amazon Kinesis video stream.
     """
 
-    file: str | Path | None = None
+    file: str | os.PathLike[str] | None = None
     fragmented: bool = False
     hls: str | Path | None = None
     rtmp: str | None = None

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+PacketKind = Literal["video", "audio"]
+
 
 @dataclass(frozen=True)
 class StreamInfo:
@@ -29,7 +31,7 @@ class StreamInfo:
 class EncodedPacket:
     """One encoded access unit. Video is AVCC-framed (length-prefixed NAL units), audio raw AAC."""
 
-    kind: Literal["video", "audio"]
+    kind: PacketKind
     data: bytes
     pts: int
     dts: int

@@ -20,7 +20,6 @@ from avatarstream.publish.sink import Sink, SinkReport
 
 log = logging.getLogger(__name__)
 
-_STOP = object()  # queued by finish(): no more packets will follow
 MAX_ERRORS_KEPT = 10  # a sink failing for hours must not grow its report without bound
 
 
@@ -32,7 +31,7 @@ class Backoff:
     max_s: float = 10.0
 
     def delay(self, failures: int) -> float:
-        return min(self.max_s, self.first_s * 2 ** max(failures - 1, 0))
+        return min(self.max_s, self.first_s * 2.0 ** max(failures - 1, 0))
 
 
 class SinkRunner:
@@ -41,7 +40,7 @@ class SinkRunner:
     def __init__(self, sink: Sink, max_queued_packets: int = 512, backoff: Backoff = Backoff()) -> None:
         self.sink = sink
         self._backoff = backoff
-        self._queue: queue.Queue[object] = queue.Queue(maxsize=max_queued_packets)
+        self._queue: queue.Queue[EncodedPacket | None] = queue.Queue(maxsize=max_queued_packets)  # None, queued by finish(): no more packets
         self._dropped_on_put = 0  # touched by the producer thread only
         self._skipping = False  # producer side: a packet was dropped, wait for a keyframe
         self._report = SinkReport(sink.name)  # touched by the worker thread only
@@ -79,7 +78,7 @@ class SinkRunner:
             return report
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         try:
-            self._queue.put(_STOP, timeout=timeout_s)
+            self._queue.put(None, timeout=timeout_s)
             self._thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         except queue.Full:
             pass
@@ -104,8 +103,7 @@ class SinkRunner:
         if not is_open:
             failures, retry_at = 1, time.monotonic() + self._backoff.delay(1)
         written = 0  # in the current session, in case its close() cannot report
-        while (item := self._queue.get()) is not _STOP:
-            packet: EncodedPacket = item  # type: ignore[assignment]
+        while (packet := self._queue.get()) is not None:
             if not is_open and not failed_for_good and _is_keyframe(packet) and time.monotonic() >= retry_at:
                 report.retries += 1
                 is_open, written = self._open(info), 0

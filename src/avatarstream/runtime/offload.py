@@ -41,6 +41,7 @@ class DeviceCopy:
         if self.bound:
             return
         self.load()
+        assert self.buffer is not None, "load() allocates the device buffer"
         self.ops.wait(self._ready)
         self.ops.hand_over(self.buffer)
         self.pack.point_to(self._views)

@@ -64,7 +64,8 @@ def gpu_bus_id(index: int) -> str | None:
     """PCI bus id of CUDA device ``index`` in sysfs form, or None when torch cannot tell."""
     props = torch.cuda.get_device_properties(index)
     try:
-        return f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+        # the pci_* fields exist at runtime but are missing from torch's _CudaDeviceProperties stub
+        return f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"  # type: ignore[attr-defined]
     except AttributeError:
         return None
 

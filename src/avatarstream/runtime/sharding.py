@@ -18,7 +18,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -28,6 +28,10 @@ from avatarstream.errors import InputError
 from avatarstream.pipeline.module import Module
 from avatarstream.runtime.device_ops import DeviceOps
 from avatarstream.runtime.policy import Residency
+from avatarstream.runtime.streamed import blocks_of
+
+if TYPE_CHECKING:
+    from torch.distributed.fsdp import FSDPModule, UnshardHandle
 
 PARAM_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 _sharded: weakref.WeakSet[nn.Module] = weakref.WeakSet()  # networks fully_shard has changed for good
@@ -53,6 +57,9 @@ def shard_network(
         fully_shard,
     )
 
+    blocks = blocks_of(network)
+    if blocks is None:
+        raise InputError("a network sharded per block needs 'blocks' (an nn.ModuleList)")
     mesh = init_device_mesh(device.type, (dist.get_world_size(),))
     settings: dict[str, Any] = {
         "mesh": mesh,
@@ -60,15 +67,11 @@ def shard_network(
         "mp_policy": MixedPrecisionPolicy(param_dtype=param_dtype, output_dtype=torch.float32 if param_dtype else None),
         "offload_policy": CPUOffloadPolicy(pin_memory=pin_memory) if offload else OffloadPolicy(),
     }
-    blocks = list(network.blocks)
-    for block in blocks:
-        fully_shard(block, **settings)
-    fully_shard(network, **settings)
-    units = [network, *blocks]
-    for unit, following in pairwise(units):
+    sharded_blocks = [fully_shard(block, **settings) for block in blocks]
+    for unit, following in pairwise([fully_shard(network, **settings), *sharded_blocks]):
         unit.set_modules_to_forward_prefetch([following])
     _sharded.add(network)
-    return units
+    return [network, *blocks]
 
 
 def local_bytes(module: nn.Module) -> int:
@@ -99,28 +102,30 @@ class Sharded(Residency):
         super().__init__(module, ops)
         if not (dist.is_available() and dist.is_initialized()):
             raise InputError(f"module {module.name!r} is set to sharded, which needs one process per GPU: launch with --nproc N (or torchrun)")
-        if not isinstance(getattr(module.network, "blocks", None), nn.ModuleList):
+        network = module.network
+        blocks = blocks_of(network)
+        if blocks is None:
             raise InputError(f"module {module.name!r} cannot be sharded per block: it has no 'blocks' (an nn.ModuleList)")
         self.offload = offload or ops.device.type == "cpu"
-        network = module.network
-        if is_sharded(network):  # taken over from an earlier runtime: the sharding it has stays
-            units = [network, *network.blocks]
-        else:
-            units = shard_network(network, ops.device, offload=self.offload, pin_memory=ops.pins_memory, param_dtype=param_dtype)
+        if not is_sharded(network):  # one taken over from an earlier runtime keeps the sharding it has
+            shard_network(network, ops.device, offload=self.offload, pin_memory=ops.pins_memory, param_dtype=param_dtype)
+        from torch.distributed.fsdp import FSDPModule  # already imported by shard_network (now or for an earlier runtime)
+
+        assert isinstance(network, FSDPModule), "fully_shard turns the network into an FSDPModule"
+        self._root: FSDPModule = network
         self._shard_bytes = local_bytes(network)
-        self._pending: Any = None
+        self._pending: UnshardHandle | None = None
         self._hooks = []
         if self.offload and ops.device.type == "cuda":
             # FSDP copies each unit's host shards in before gathering it; count them with the policies' own copies
-            root, *blocks = units
-            own = {unit: local_bytes(unit) for unit in blocks}
-            own[root] = self._shard_bytes - sum(own.values())
+            own = {block: local_bytes(block) for block in blocks}
+            own[network] = self._shard_bytes - sum(own.values())
             self._hooks = [unit.register_forward_pre_hook(_counter(ops, nbytes)) for unit, nbytes in own.items()]
 
     def prefetch(self) -> None:
         """Start gathering the root's parameters; FSDP's pre-forward waits for it, and each block prefetches the next."""
         if self._pending is None:
-            self._pending = self.module.network.unshard(async_op=True)
+            self._pending = self._root.unshard(async_op=True)
 
     def acquire(self) -> None:
         """Nothing to do up front: FSDP's own pre-forward hooks gather each unit when it runs."""
@@ -129,7 +134,7 @@ class Sharded(Residency):
         if self._pending is not None:
             self._pending.wait()
             self._pending = None
-        self.module.network.reshard()
+        self._root.reshard()
 
     def device_bytes(self) -> int:
         return 0 if self.offload else self._shard_bytes
@@ -141,10 +146,10 @@ class Sharded(Residency):
             hook.remove()
 
 
-def _counter(ops: DeviceOps, nbytes: int) -> Callable[[nn.Module, tuple], None]:
+def _counter(ops: DeviceOps, nbytes: int) -> Callable[[nn.Module, tuple[Any, ...]], None]:
     """A forward pre-hook adding ``nbytes`` to the host-to-device counter."""
 
-    def count(_module: nn.Module, _args: tuple) -> None:
+    def count(_module: nn.Module, _args: tuple[Any, ...]) -> None:
         ops.count_h2d(nbytes)
 
     return count

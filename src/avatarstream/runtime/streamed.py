@@ -34,10 +34,16 @@ from avatarstream.runtime.policy import Residency
 DEFAULT_SLOTS = 2
 
 
+def blocks_of(network: nn.Module) -> nn.ModuleList | None:
+    """``network.blocks`` when it is an nn.ModuleList (the transformer blocks the streamed and sharded policies work per), else None."""
+    blocks = getattr(network, "blocks", None)
+    return blocks if isinstance(blocks, nn.ModuleList) else None
+
+
 def has_blocks(network: nn.Module) -> bool:
     """Whether ``network`` has what the streamed policy streams: a non-empty ``blocks`` ModuleList."""
-    blocks = getattr(network, "blocks", None)
-    return isinstance(blocks, nn.ModuleList) and len(blocks) > 0
+    blocks = blocks_of(network)
+    return blocks is not None and len(blocks) > 0
 
 
 class Streamed(Residency):
@@ -55,7 +61,7 @@ class Streamed(Residency):
 
     def __init__(self, module: Module, ops: DeviceOps, slots: int = DEFAULT_SLOTS) -> None:
         super().__init__(module, ops)
-        blocks = module.network.blocks if has_blocks(module.network) else None
+        blocks = blocks_of(module.network) if has_blocks(module.network) else None
         if blocks is None:
             raise InputError(
                 f"module {module.name!r} cannot be streamed: it has no 'blocks' (an nn.ModuleList of transformer blocks); use resident or offloaded for it"
@@ -115,14 +121,14 @@ class Streamed(Residency):
 
     # -- hooks ----------------------------------------------------------------------------------
 
-    def _before_block(self, index: int, _block: nn.Module, _args: tuple) -> None:
+    def _before_block(self, index: int, _block: nn.Module, _args: tuple[Any, ...]) -> None:
         if not self._active:
             return
         self.ops.wait(self._ready[self._ensure(index)])
         for ahead in range(1, self.num_slots):
             self._ensure((index + ahead) % len(self.blocks))
 
-    def _after_block(self, index: int, _block: nn.Module, _args: tuple, _output: Any) -> None:
+    def _after_block(self, index: int, _block: nn.Module, _args: tuple[Any, ...], _output: Any) -> None:
         if self._active:
             self._free[self._resident[index]] = self.ops.compute_event()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import FileResponse, Response
@@ -22,7 +22,7 @@ from avatarstream.serve.uploads import AUDIO_TYPES, check_audio_type, open_uploa
 router = APIRouter(prefix="/sessions", tags=["live sessions"], dependencies=[Depends(authorized)])
 HLS_NAME = re.compile(r"index\.m3u8|init\.mp4|seg\d{5}\.m4s")
 HLS_TYPES = {".m3u8": "application/vnd.apple.mpegurl", ".mp4": "video/mp4", ".m4s": "video/iso.segment"}
-ERRORS = {code: {"model": Problem} for code in (401, 404, 413, 415, 422, 503)}
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404, 413, 415, 422, 503)}
 IDENTITY_HELP = "demo: the model's default avatar (the one `avatarstream render` uses), when neither reference nor avatar is given"
 AVATAR_HELP = "procedural identity SEED, as `render --avatar SEED` (what the demo weights were trained on)"
 

@@ -26,6 +26,7 @@ from fastapi import Depends, FastAPI, Request, WebSocket
 from fastapi.exceptions import RequestValidationError, WebSocketRequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.middleware.base import RequestResponseEndpoint
 
 from avatarstream.errors import AvatarStreamError, InputError
 from avatarstream.families import load_family
@@ -69,7 +70,7 @@ def create_app(settings: ServeSettings) -> FastAPI:
     except ValueError as err:
         raise InputError(str(err)) from err
     owns_work_dir = settings.work_dir is None
-    work_dir = Path(tempfile.mkdtemp(prefix="avatarstream-serve-")) if owns_work_dir else Path(settings.work_dir)  # type: ignore[arg-type]
+    work_dir = Path(tempfile.mkdtemp(prefix="avatarstream-serve-")) if settings.work_dir is None else Path(settings.work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=2 * settings.max_sessions + 4, thread_name_prefix="serve")
     manager: SessionManager
@@ -140,7 +141,7 @@ def _add_handlers(app: FastAPI) -> None:
         return JSONResponse({"detail": _problems(err)}, status_code=422)
 
     @app.middleware("http")
-    async def log_requests(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def log_requests(request: Request, call_next: RequestResponseEndpoint) -> Response:
         start = time.perf_counter()
         response = await call_next(request)
         route = getattr(request.scope.get("route"), "path", "?")  # the template: session ids stay out of the logs

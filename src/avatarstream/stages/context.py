@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from avatarstream.models.demo import AudioEncoder
 from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
@@ -29,12 +30,12 @@ class ContextGenStage(Stage):
         return (self.audio_encoder,)
 
     def audio_context_frames(self) -> tuple[int, int]:
-        network = self.audio_encoder.network
+        network = self.audio_encoder.network_as(AudioEncoder)
         return (network.frames_before, network.frames_after)
 
     def run(self, ctx: StageContext) -> None:
         chunk = ctx["chunk"]
-        network = self.audio_encoder.network
+        network = self.audio_encoder.network_as(AudioEncoder)
         device = next(network.parameters()).device
         samples = ctx["audio"].read(chunk.window_start - network.frames_before, chunk.window_end + network.frames_after)
         ctx["audio_features"] = network(torch.from_numpy(samples)[None].to(device))

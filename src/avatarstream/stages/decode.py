@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from avatarstream.models.demo import CausalVAE
 from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
@@ -30,5 +31,5 @@ class DecodeStage(Stage):
         return (self.vae,)
 
     def run(self, ctx: StageContext) -> None:
-        video, ctx.cache = self.vae.network.decode(ctx["sr_latents"], ctx.cache)
+        video, ctx.cache = self.vae.network_as(CausalVAE).decode(ctx["sr_latents"], ctx.cache)
         ctx["frames"] = video_to_frames(video).numpy()

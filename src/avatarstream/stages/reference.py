@@ -6,6 +6,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from avatarstream.models.demo import CausalVAE
 from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
@@ -42,8 +43,9 @@ class ReferenceEncodeStage(Stage):
         device = next(self.vae.network.parameters()).device
         full = image_to_video_tensor(ctx["reference_image"], device)
         base = F.interpolate(full[:, :, 0], size=(self.base_size, self.base_size), mode="area")[:, :, None]
-        full_latent = self.vae.network.encode(full)[:, :, 0]
-        base_latent = self.vae.network.encode(base)[:, :, 0]
+        vae = self.vae.network_as(CausalVAE)
+        full_latent = vae.encode(full)[:, :, 0]
+        base_latent = vae.encode(base)[:, :, 0]
         ctx["reference_latent"] = base_latent
         ctx["reference_latent_full"] = full_latent
         ctx["reference_tokens"] = self.reference_encoder.network(base_latent)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from avatarstream.models.demo import TextEncoder
 from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
@@ -20,6 +21,6 @@ class TextEncodeStage(Stage):
         return (self.text_encoder,)
 
     def run(self, ctx: StageContext) -> None:
-        network = self.text_encoder.network
+        network = self.text_encoder.network_as(TextEncoder)
         device = next(network.parameters()).device
         ctx["text_tokens"] = network(network.tokenize(ctx["prompt"]).to(device))

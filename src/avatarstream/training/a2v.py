@@ -185,9 +185,9 @@ def train_a2v(
     window_audio = WindowAudio(data, context, samples_per_frame)
     recent: dict[str, list[float]] = {"N": [], "I": []}
     for i in range(steps):
-        if buffer is not None and i >= rollout.start * steps and i % rollout.every == 0:
+        if buffer is not None and i >= buffer.settings.start * steps and i % buffer.settings.every == 0:
             models.eval()
-            sample_chains(models, data, text, sampler, geometry, rollout, window_audio, generator, buffer)
+            sample_chains(models, data, text, sampler, geometry, buffer.settings, window_audio, generator, buffer)
             models.train()
         kind = "I" if i % 3 == 2 else "N"
         chunk = sample_chunks(data, kind, batch * (2 if kind == "I" else 1), geometry, context, samples_per_frame, generator, buffer)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -46,7 +47,8 @@ class LatentSet:
             name, index = key.rsplit(".", 1)
             fields.setdefault(name, []).append((int(index), tensor))
         values = {name.rstrip("!"): [t for _, t in sorted(items, key=lambda it: it[0])] for name, items in fields.items()}
-        return cls(**{name: (v if name + "!" not in fields else v[0]) for name, v in values.items()})
+        kwargs: dict[str, Any] = {name: (v if name + "!" not in fields else v[0]) for name, v in values.items()}
+        return cls(**kwargs)
 
 
 @torch.no_grad()

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from avatarstream.families.demo import DEFAULT_SHIFT, DEFAULT_STEPS, DemoFamily
-from avatarstream.models.demo import DemoConfig, FlowMatchEuler
+from avatarstream.models.demo import A2VDiT, AudioEncoder, CausalVAE, DemoConfig, FlowMatchEuler, ReferenceEncoder, SRDiT, TextEncoder
 from avatarstream.runtime.devices import resolve_device
 from avatarstream.training.a2v import A2VModels, ChunkGeometry, train_a2v
 from avatarstream.training.data import ClipSpec, frame_batches, render_clips
@@ -90,7 +90,10 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
     use_threads(recipe.threads)
     work.mkdir(parents=True, exist_ok=True)
     family = DemoFamily.random(config, seed=recipe.seed)
-    nets = {name: module.network.to(device) for name, module in family.modules.items()}
+    modules = family.modules
+    for module in modules.values():
+        module.network.to(device)
+    vae = modules["vae"].network_as(CausalVAE)
     records: dict[str, dict] = {}
 
     def stage(name: str, files: list[str], body) -> bool:
@@ -114,9 +117,7 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
 
     def vae_stage() -> dict:
         batches = frame_batches(recipe.seed, recipe.vae_sequence, recipe.vae_batch, recipe.workers)
-        parts = train_vae(
-            nets["vae"], batches, recipe.vae_steps, config.base_size, recipe.seed, lr=recipe.vae_lr, log=Progress("vae", recipe.vae_steps, every=25)
-        )
+        parts = train_vae(vae, batches, recipe.vae_steps, config.base_size, recipe.seed, lr=recipe.vae_lr, log=Progress("vae", recipe.vae_steps, every=25))
         save(["vae"])
         return {"steps": recipe.vae_steps, "final": parts}
 
@@ -127,7 +128,7 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
     def decoder_stage() -> dict:
         batches = frame_batches(recipe.seed + 3, recipe.vae_sequence, recipe.decoder_batch, recipe.workers)
         parts = train_vae(
-            nets["vae"],
+            vae,
             batches,
             recipe.decoder_steps,
             config.base_size,
@@ -144,7 +145,7 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
 
     def data_stage() -> dict:
         specs = [ClipSpec.training(recipe.seed, i, recipe.clip_seconds) for i in range(recipe.clips)]
-        data = encode_clips(nets["vae"], render_clips(specs, recipe.workers), config.base_size, recipe.sr_every)
+        data = encode_clips(vae, render_clips(specs, recipe.workers), config.base_size, recipe.sr_every)
         data.save(work / "latents.safetensors")
         stacked = torch.cat([b.float().flatten(1) for b in data.base], dim=1)
         return {
@@ -160,8 +161,10 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
 
     def a2v_stage() -> dict:
         use_threads(recipe.latent_threads)
-        models = A2VModels(nets["a2v_dit"], nets["audio_encoder"], nets["reference_encoder"])
-        text_encoder = nets["text_encoder"]
+        models = A2VModels(
+            modules["a2v_dit"].network_as(A2VDiT), modules["audio_encoder"].network_as(AudioEncoder), modules["reference_encoder"].network_as(ReferenceEncoder)
+        )
+        text_encoder = modules["text_encoder"].network_as(TextEncoder)
         text = text_encoder(text_encoder.tokenize("").to(device))
         rollout = RolloutSettings(every=recipe.rollout_every)
         final = train_a2v(
@@ -186,7 +189,13 @@ def run(recipe: Recipe, out: Path, work: Path, config: DemoConfig, device: torch
     def sr_stage() -> dict:
         use_threads(recipe.latent_threads)
         final = train_sr(
-            nets["sr_dit"], data, recipe.sr_steps, recipe.seed + 2, batch=recipe.sr_batch, lr=recipe.sr_lr, log=Progress("sr", recipe.sr_steps, every=25)
+            modules["sr_dit"].network_as(SRDiT),
+            data,
+            recipe.sr_steps,
+            recipe.seed + 2,
+            batch=recipe.sr_batch,
+            lr=recipe.sr_lr,
+            log=Progress("sr", recipe.sr_steps, every=25),
         )
         save(["sr_dit"])
         return {"steps": recipe.sr_steps, "final": final}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import torch
 from accelerate import init_empty_weights
@@ -18,16 +19,18 @@ from torch import nn
 from avatarstream.errors import InputError
 from avatarstream.weights.files import StateDict
 
+N = TypeVar("N", bound=nn.Module)
+
 
 def empty_weights() -> AbstractContextManager[None]:
     """Context in which new modules get meta parameters (no memory) and real buffers."""
     return init_empty_weights(include_buffers=False)
 
 
-class MetaLoader:
+class MetaLoader(Generic[N]):
     """Assigns checkpoint tensors into a meta-built network and checks that every parameter was filled."""
 
-    def __init__(self, network: nn.Module, name: str, dtype: torch.dtype, keep_fp32: Callable[[str], bool] = lambda key: False) -> None:
+    def __init__(self, network: N, name: str, dtype: torch.dtype, keep_fp32: Callable[[str], bool] = lambda key: False) -> None:
         self.network = network
         self.name = name
         self.dtype = dtype
@@ -54,7 +57,7 @@ class MetaLoader:
         self.network.load_state_dict(state, strict=False, assign=True)
         self.filled |= set(tensors)
 
-    def finish(self, sources: Iterable[Path]) -> nn.Module:
+    def finish(self, sources: Iterable[Path]) -> N:
         """Check nothing is left on the meta device; returns the network in eval mode without grads."""
         missing = sorted(set(self.expected) - self.filled)
         if missing:

@@ -85,7 +85,7 @@ class InfiniteTalkFamily:
         """The preset with the user's overrides applied and checked."""
         options.refuse(self.name, SUPPORTED)
         given = {k: v for k, v in options.given().items() if k not in ("preset", "negative_prompt")}
-        settings = dataclasses.replace(_preset(options.preset), **given)  # type: ignore[arg-type]
+        settings = dataclasses.replace(_preset(options.preset), **given)
         check_geometry(settings.chunk_frames, settings.motion_frames, settings.interp_frames)
         check_size(settings.size)
         if settings.motion not in ("reencode", "latent"):
@@ -109,11 +109,12 @@ class InfiniteTalkFamily:
             raise InputError(f"invalid sampler setting: {exc}") from exc
         width, height = settings.size
         m, n = self.modules, self.networks
-        latent_shape = (n.vae.config.z_dim, height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE)
+        assert n.text_encoder is not None and n.image_encoder is not None  # from_networks requires both
+        latent_shape = (n.vae.config["z_dim"], height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE)
         window_video = FRAMES.window_video_range(0, own + motion)
         stages = [
-            WanReferenceStage(m["vae"], m["image_encoder"], n.image_encoder, window_video[1] - window_video[0]),  # type: ignore[arg-type]
-            WanPromptStage(m["text_encoder"], n.text_encoder, options.negative_prompt if options.negative_prompt is not None else NEGATIVE_PROMPT),  # type: ignore[arg-type]
+            WanReferenceStage(m["vae"], m["image_encoder"], n.image_encoder, window_video[1] - window_video[0]),
+            WanPromptStage(m["text_encoder"], n.text_encoder, options.negative_prompt if options.negative_prompt is not None else NEGATIVE_PROMPT),
             WanAudioContextStage(
                 m["audio_encoder"], FRAMES, latent_shape, fps=self.fps, window_s=settings.audio_window_s, lookahead_frames=settings.audio_lookahead
             ),

@@ -65,17 +65,19 @@ def base_layout(folder: Path) -> Layout:
 
 def resolve(root: Path | None, *, base: Path | None = None, adapter: Path | None = None, audio_encoder: Path | None = None) -> WeightsLayout:
     """Find the three parts under ``root`` by their download names; explicit paths win."""
-    if root is None and None in (base, adapter, audio_encoder):
-        raise InputError("the infinitetalk model needs --weights ROOT (the folder holding the downloads), or each folder named explicitly")
-    if root is not None and not root.is_dir():
-        raise InputError(f"weights folder {root} not found; expected the folder that holds Wan2.1-I2V-14B-480P, InfiniteTalk and chinese-wav2vec2-base")
-    base = base or _find_base(root)  # type: ignore[arg-type]
-    adapter = adapter or root / ADAPTER_FILE  # type: ignore[operator]
+    if root is None:
+        if base is None or adapter is None or audio_encoder is None:
+            raise InputError("the infinitetalk model needs --weights ROOT (the folder holding the downloads), or each folder named explicitly")
+    else:
+        if not root.is_dir():
+            raise InputError(f"weights folder {root} not found; expected the folder that holds Wan2.1-I2V-14B-480P, InfiniteTalk and chinese-wav2vec2-base")
+        base = base or _find_base(root)
+        adapter = adapter or root / ADAPTER_FILE
+        audio_encoder = audio_encoder or root / AUDIO_ENCODER_DIR
     if adapter.is_dir():
         adapter = adapter / "single" / ADAPTER_FILE.name if (adapter / "single").is_dir() else adapter / ADAPTER_FILE.name
     if not adapter.is_file():
         raise InputError(f"audio adapter {adapter} not found; download InfiniteTalk/single/infinitetalk.safetensors into the weights folder")
-    audio_encoder = audio_encoder or root / AUDIO_ENCODER_DIR  # type: ignore[operator]
     if not (audio_encoder / "config.json").is_file():
         raise InputError(f"audio encoder folder {audio_encoder} has no config.json; download chinese-wav2vec2-base (Hugging Face layout) there")
     return WeightsLayout(base, base_layout(base), adapter, audio_encoder)

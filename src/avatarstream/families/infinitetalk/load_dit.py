@@ -90,4 +90,4 @@ def load_dit(base: Path, layout: Layout, adapter: Path, adapter_config: AdapterC
         loader.load(shard, path)
         del shard
     loader.load(read_safetensors(adapter), adapter)
-    return loader.finish([checkpoint.source, adapter])  # type: ignore[return-value]
+    return loader.finish([checkpoint.source, adapter])

@@ -73,7 +73,7 @@ def _load_wan_t5(path: Path, dtype: torch.dtype) -> UMT5EncoderModel:
         network = UMT5EncoderModel(config)
     loader = MetaLoader(network, T5_NAME, dtype)
     loader.load(_tie_embedding(tensors, dtype), path)
-    return _tied(loader.finish([path]))  # type: ignore[arg-type]
+    return _tied(loader.finish([path]))
 
 
 def _load_transformers_t5(folder: Path, dtype: torch.dtype) -> UMT5EncoderModel:
@@ -87,7 +87,7 @@ def _load_transformers_t5(folder: Path, dtype: torch.dtype) -> UMT5EncoderModel:
     for path, shard in checkpoint.shards():
         loader.load(_tie_embedding(shard, dtype), path)
         del shard
-    return _tied(loader.finish([checkpoint.source]))  # type: ignore[arg-type]
+    return _tied(loader.finish([checkpoint.source]))
 
 
 def _tie_embedding(tensors: StateDict, dtype: torch.dtype) -> StateDict:
@@ -122,9 +122,10 @@ def _load_transformers_clip(folder: Path, dtype: torch.dtype) -> CLIPVisionModel
     config_path = folder / "config.json"
     raw = _read_config(config_path, "clip_vision_model", "clip")
     if raw["model_type"] == "clip":  # a full CLIP config: its vision part
-        raw = raw.get("vision_config")
-        if not isinstance(raw, dict):
+        vision = raw.get("vision_config")
+        if not isinstance(vision, dict):
             raise InputError(f"{config_path} is a CLIP config without a vision_config; expected the image encoder's config")
+        raw = vision
     config = _config_from_dict(CLIPVisionConfig, raw, config_path)
     checkpoint = ShardedCheckpoint.open(folder, "model")
     return _fill_clip(config, checkpoint.shards(), checkpoint.source, dtype)
@@ -138,7 +139,7 @@ def _fill_clip(config: CLIPVisionConfig, shards: Iterable[tuple[Path, StateDict]
     for path, tensors in shards:
         loader.load(vision_model_tensors(tensors), path)
         del tensors
-    return loader.finish([source])  # type: ignore[return-value]
+    return loader.finish([source])
 
 
 def _load_tokenizer(folder: Path) -> PreTrainedTokenizerBase:

@@ -63,4 +63,4 @@ def load_vae(base: Path, layout: Layout, dtype: torch.dtype) -> AutoencoderKLWan
     loader = MetaLoader(network, "Wan VAE", dtype)
     for path, tensors in shards:
         loader.load(tensors, path)
-    return loader.finish(sources)  # type: ignore[return-value]
+    return loader.finish(sources)

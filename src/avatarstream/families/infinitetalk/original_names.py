@@ -9,8 +9,10 @@ be one-to-one.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import torch
 from diffusers.loaders.single_file_utils import convert_wan_transformer_to_diffusers, convert_wan_vae_to_diffusers
@@ -23,7 +25,7 @@ def _names() -> dict[str, list[str]]:
     return json.loads((resources.files(__package__) / "original_keys.json").read_text())
 
 
-def _inverse(original: list[str], convert) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _inverse(original: list[str], convert: Callable[[StateDict], dict[str, Any]]) -> dict[str, str]:
     dummy = torch.empty(0)
     inverse: dict[str, str] = {}
     for name in original:

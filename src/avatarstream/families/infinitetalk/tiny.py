@@ -10,7 +10,9 @@ diffusers itself).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import torch
 from diffusers.models.transformers.transformer_wan import WanTransformer3DModel
@@ -26,12 +28,14 @@ from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT, is_adapter_key
 from avatarstream.models.infinitetalk.vae import build_vae
 from avatarstream.weights.files import StateDict
 
+T = TypeVar("T")
+
 TINY = InfiniteTalkConfig(
     dit=DiTConfig(dim=64, num_heads=4, num_layers=2, ffn_dim=128, text_dim=32, clip_dim=64),
     adapter=AdapterConfig(blocks=2, channels=32, intermediate_dim=32, output_dim=32, context_tokens=32),
     vae=VAEConfig(base_dim=4),
 )
-TINY_WAV2VEC2 = {
+TINY_WAV2VEC2: dict[str, Any] = {
     "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
     "conv_dim": [16] * 7, "num_conv_pos_embeddings": 16, "num_conv_pos_embedding_groups": 4,
     "feat_extract_norm": "group", "do_stable_layer_norm": False, "conv_bias": False, "vocab_size": 32,
@@ -52,7 +56,7 @@ PIPELINE_INDEX = {
 }
 
 
-def _seeded(seed: int, build):  # type: ignore[no-untyped-def]
+def _seeded(seed: int, build: Callable[[], T]) -> T:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return build()

@@ -71,7 +71,8 @@ def write_tiny_text_encoder(base: Path, layout: Layout, text_dim: int, seed: int
     network = UMT5EncoderModel(config)
     network.load_state_dict(convert_wan_t5_to_transformers(state), strict=True)
     # sharded with an index, as the real text_encoder/ folder
-    network.to(torch.bfloat16).save_pretrained(base / "text_encoder", max_shard_size=_half_size(network))
+    # transformers declares PreTrainedModel.to through functools.wraps(nn.Module.to), whose typing leaves self unbound
+    network.to(torch.bfloat16).save_pretrained(base / "text_encoder", max_shard_size=_half_size(network))  # type: ignore[arg-type]
     tokenizer.save_pretrained(base / "tokenizer")
 
 

@@ -113,6 +113,7 @@ class DiTBlock(nn.Module):
         return x + gate_m * self.mlp(_modulate(self.norm_mlp(x), shift_m, scale_m))
 
     def _frame_local(self, x: Tensor, frame_context: Tensor) -> Tensor:
+        assert self.local is not None and self.norm_local is not None, "only frame-local blocks attend per frame"
         b, t, a, d = frame_context.shape
         if x.shape[1] % t:
             raise ValueError(f"{x.shape[1]} video tokens do not split into {t} frames")

@@ -9,6 +9,7 @@ Defaults are sized so the whole family runs faster than real time at
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,7 +139,7 @@ class DemoConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DemoConfig:
         """Inverse of `to_dict`; missing keys take defaults, unknown keys are an error."""
-        nested = {f.name: f.default_factory for f in dataclasses.fields(cls) if f.default_factory is not dataclasses.MISSING}
+        nested = {f.name: f.default_factory for f in dataclasses.fields(cls) if inspect.isclass(f.default_factory)}  # the sub-config classes
         kwargs: dict[str, Any] = {}
         for key, value in _known(cls, data).items():
             kwargs[key] = nested[key](**_known(nested[key], value)) if key in nested else value

@@ -45,6 +45,9 @@ class LogMel(nn.Module):
     whatever the module dtype (STFT precision matters more than its cost).
     """
 
+    window: Tensor  # buffers, registered in __init__
+    filters: Tensor
+
     def __init__(self, sample_rate: int, n_fft: int, win_length: int, hop_length: int, n_mels: int) -> None:
         super().__init__()
         self.n_fft = n_fft

@@ -32,6 +32,10 @@ def grid_positions(frames: int, height: int, width: int, *, time_offset: float =
 class Rope3D(nn.Module):
     """Turns (t, h, w) positions into the complex rotation table used by `apply_rope`."""
 
+    inv_freq_t: Tensor  # buffers, registered in __init__
+    inv_freq_h: Tensor
+    inv_freq_w: Tensor
+
     def __init__(self, head_dim: int, theta: float = 10000.0) -> None:
         super().__init__()
         self.head_dim = head_dim

@@ -8,6 +8,7 @@ same code runs a shrunk test checkpoint and the real one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 #: Pixel frames of wav2vec2 context per video frame (offsets -2..+2).
 AUDIO_WINDOW = 5
@@ -64,21 +65,21 @@ class DiTConfig:
         }
 
     @classmethod
-    def from_diffusers(cls, config: dict[str, object]) -> DiTConfig:
-        """From a Diffusers-format ``transformer/config.json``."""
-        heads = int(config["num_attention_heads"])  # type: ignore[arg-type]
+    def from_diffusers(cls, config: dict[str, Any]) -> DiTConfig:
+        """From a Diffusers-format ``transformer/config.json`` (parsed JSON)."""
+        heads = int(config["num_attention_heads"])
         return cls(
-            dim=heads * int(config["attention_head_dim"]),  # type: ignore[arg-type]
+            dim=heads * int(config["attention_head_dim"]),
             num_heads=heads,
-            num_layers=int(config["num_layers"]),  # type: ignore[arg-type]
-            ffn_dim=int(config["ffn_dim"]),  # type: ignore[arg-type]
-            freq_dim=int(config.get("freq_dim", 256)),  # type: ignore[arg-type]
-            in_dim=int(config["in_channels"]),  # type: ignore[arg-type]
-            out_dim=int(config["out_channels"]),  # type: ignore[arg-type]
-            text_dim=int(config.get("text_dim", 4096)),  # type: ignore[arg-type]
-            eps=float(config.get("eps", 1e-6)),  # type: ignore[arg-type]
-            clip_dim=int(config.get("image_dim") or 1280),  # type: ignore[arg-type]
-            patch_size=tuple(config.get("patch_size", (1, 2, 2))),  # type: ignore[arg-type]
+            num_layers=int(config["num_layers"]),
+            ffn_dim=int(config["ffn_dim"]),
+            freq_dim=int(config.get("freq_dim", 256)),
+            in_dim=int(config["in_channels"]),
+            out_dim=int(config["out_channels"]),
+            text_dim=int(config.get("text_dim", 4096)),
+            eps=float(config.get("eps", 1e-6)),
+            clip_dim=int(config.get("image_dim") or 1280),
+            patch_size=tuple(config.get("patch_size", (1, 2, 2))),
         )
 
     def to_original(self) -> dict[str, object]:

@@ -39,7 +39,7 @@ class InfiniteTalkBlock(WanTransformerBlock):
         self.norm_x = FP32LayerNorm(dit.dim, dit.eps, elementwise_affine=True)
         self.audio_cross_attn = AudioCrossAttention(dit.dim, adapter.output_dim, dit.num_heads)
 
-    def forward(  # type: ignore[override]
+    def forward(  # type: ignore[override]  # Wan's block with the audio tokens as one more input (its weights and names are kept)
         self,
         hidden: torch.Tensor,
         context: torch.Tensor,

@@ -164,6 +164,8 @@ class ImageEncoder:
     def preprocess(self, image: torch.Tensor) -> torch.Tensor:
         """Bicubic resize to the model's square size (aspect not kept, as Wan), [-1, 1] -> [0, 1], CLIP-normalized, in fp32."""
         size = self.network.config.image_size
+        if not isinstance(size, int):
+            raise TypeError(f"CLIP image encoder: expected one square image size, got {size!r}")
         pixels = F.interpolate(image.float(), size=(size, size), mode="bicubic", align_corners=False)
         return (pixels * 0.5 + 0.5 - self.mean.to(pixels.device)) / self.std.to(pixels.device)
 

@@ -29,8 +29,8 @@ def _causal_convs(part: nn.Module) -> int:
 
 def _stats(vae: AutoencoderKLWan, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     shape = (1, -1, 1, 1, 1)
-    mean = torch.tensor(vae.config.latents_mean, dtype=like.dtype, device=like.device).view(shape)
-    std = torch.tensor(vae.config.latents_std, dtype=like.dtype, device=like.device).view(shape)
+    mean = torch.tensor(vae.config["latents_mean"], dtype=like.dtype, device=like.device).view(shape)
+    std = torch.tensor(vae.config["latents_std"], dtype=like.dtype, device=like.device).view(shape)
     return mean, std
 
 
@@ -78,6 +78,6 @@ def encode(vae: AutoencoderKLWan, pixels: torch.Tensor) -> torch.Tensor:
     cache = _EncoderCache([None] * _causal_convs(vae.encoder))
     pieces = [pixels[:, :, :1]] + (list(pixels[:, :, 1:].split(VAE_TEMPORAL_STRIDE, dim=2)) if frames > 1 else [])
     hidden = torch.cat([vae.encoder(p, feat_cache=cache.features, feat_idx=[0]) for p in pieces], dim=2)
-    mu = vae.quant_conv(hidden)[:, : vae.config.z_dim]
+    mu = vae.quant_conv(hidden)[:, : vae.config["z_dim"]]
     mean, std = _stats(vae, mu)
     return (mu - mean) / std

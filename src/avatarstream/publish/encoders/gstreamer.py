@@ -16,7 +16,7 @@ import numpy as np
 
 from avatarstream.errors import PublishError
 from avatarstream.publish.encoders.base import Encoder
-from avatarstream.publish.packets import EncodedPacket, StreamInfo
+from avatarstream.publish.packets import EncodedPacket, PacketKind, StreamInfo
 from avatarstream.publish.settings import EncoderSettings
 
 # FFmpeg's AAC encoder through gst-libav. Its first packet is the encoder's
@@ -120,9 +120,9 @@ class GstEncoder(Encoder):
         if src.push_buffer(buffer) != self._Gst.FlowReturn.OK:
             self._raise_bus_error("the GStreamer encoder stopped taking input")
 
-    def _pull(self, sink: Any, kind: str, until: int) -> list[EncodedPacket]:
+    def _pull(self, sink: Any, kind: PacketKind, until: int) -> list[EncodedPacket]:
         """Pull until ``until`` packets of this kind came out in all, then whatever else is ready."""
-        packets = []
+        packets: list[EncodedPacket] = []
         while True:
             waiting = self._out[kind] < until
             sample = sink.try_pull_sample(int(PULL_TIMEOUT_S * self._Gst.SECOND) if waiting else 0)
@@ -132,7 +132,7 @@ class GstEncoder(Encoder):
                 return packets
             packets.append(self._packet(sample, kind))
 
-    def _pull_to_eos(self, sink: Any, kind: str) -> list[EncodedPacket]:
+    def _pull_to_eos(self, sink: Any, kind: PacketKind) -> list[EncodedPacket]:
         packets = []
         while not sink.is_eos():
             sample = sink.try_pull_sample(int(PULL_TIMEOUT_S * self._Gst.SECOND))
@@ -143,7 +143,7 @@ class GstEncoder(Encoder):
             packets.append(self._packet(sample, kind))
         return packets
 
-    def _packet(self, sample: Any, kind: str) -> EncodedPacket:
+    def _packet(self, sample: Any, kind: PacketKind) -> EncodedPacket:
         Gst = self._Gst
         buffer = sample.get_buffer()
         self._out[kind] += 1
@@ -197,7 +197,8 @@ def _codec_data(sample: Any) -> bytes:
     data = sample.get_caps().get_structure(0).get_value("codec_data")
     if data is None:
         raise PublishError("the GStreamer encoder gave no codec headers (codec_data)")
-    return data.extract_dup(0, data.get_size())
+    headers: bytes = data.extract_dup(0, data.get_size())
+    return headers
 
 
 def _ticks(ns: int, time_base: Fraction, Gst: Any) -> int:

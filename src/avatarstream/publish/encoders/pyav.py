@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import av
 import numpy as np
@@ -52,8 +53,8 @@ class PyAvEncoder(Encoder):
             chunk = av.AudioFrame.from_ndarray(audio, format="fltp", layout=self._audio.layout.name)
             chunk.sample_rate = self.settings.audio_rate
             self._fifo.write(chunk)
-        for frame in self._fifo.read_many(self._audio.frame_size):
-            packets += self._encode_audio(frame)
+        for audio_frame in self._fifo.read_many(self._audio.frame_size):
+            packets += self._encode_audio(audio_frame)
         return packets
 
     def _flush(self) -> list[EncodedPacket]:
@@ -77,13 +78,20 @@ class PyAvEncoder(Encoder):
         self._samples_encoded += frame.samples
         return self._audio_packets(self._audio.encode(frame))
 
-    def _video_packets(self, packets: list[av.Packet]) -> list[EncodedPacket]:
+    def _video_packets(self, packets: list[av.Packet[Any]]) -> list[EncodedPacket]:
         time_base = Fraction(1, self.settings.fps)
-        return [EncodedPacket("video", avcc_from_annexb(bytes(p)), p.pts, p.dts, time_base, p.is_keyframe) for p in packets]
+        return [EncodedPacket("video", avcc_from_annexb(bytes(p)), *_timestamps(p), time_base, p.is_keyframe) for p in packets]
 
-    def _audio_packets(self, packets: list[av.Packet]) -> list[EncodedPacket]:
+    def _audio_packets(self, packets: list[av.Packet[Any]]) -> list[EncodedPacket]:
         time_base = Fraction(1, self.settings.audio_rate)
-        return [EncodedPacket("audio", bytes(p), p.pts, p.dts, time_base, True) for p in packets]
+        return [EncodedPacket("audio", bytes(p), *_timestamps(p), time_base, True) for p in packets]
+
+
+def _timestamps(packet: av.Packet[Any]) -> tuple[int, int]:
+    """pts and dts of an encoded packet; the encoders always set both."""
+    if packet.pts is None or packet.dts is None:
+        raise PublishError(f"the encoder gave a packet without a timestamp (pts={packet.pts}, dts={packet.dts})")
+    return packet.pts, packet.dts
 
 
 def _video_context(settings: EncoderSettings) -> av.VideoCodecContext:

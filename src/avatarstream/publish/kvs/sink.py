@@ -27,7 +27,6 @@ from avatarstream.publish.packets import EncodedPacket, StreamInfo
 from avatarstream.publish.runner import Backoff
 from avatarstream.publish.sink import Sink, SinkReport
 
-_CLOSE = object()  # queued by close(): no more packets will follow
 _JOIN_MARGIN_S = 2.0  # beyond close_timeout_s, for the worker to wind down
 DEFAULT_BACKOFF = Backoff(first_s=0.25, max_s=8.0)  # PutMedia allows 5 connections a second per stream
 
@@ -82,7 +81,7 @@ class _Session:
 
     def __init__(self, settings: KvsSettings, target: PutMediaTarget, header: bytes, backoff: Backoff) -> None:
         self._settings = settings
-        self._inbox: queue.Queue[object] = queue.Queue(maxsize=settings.max_queued_packets)
+        self._inbox: queue.Queue[EncodedPacket | None] = queue.Queue(maxsize=settings.max_queued_packets)  # None, queued by finish(): no more packets
         self._skipping = False  # caller side: a packet was dropped, wait for the next keyframe
         self._dropped_on_put = 0  # caller side only
         self._fatal_raised = False
@@ -113,12 +112,12 @@ class _Session:
     def finish(self, name: str) -> SinkReport:
         timeout_s = self._settings.close_timeout_s
         try:
-            self._inbox.put(_CLOSE, timeout=timeout_s)
+            self._inbox.put(None, timeout=timeout_s)
             self._loop.call_soon_threadsafe(self._drain)
         except (queue.Full, RuntimeError):
             pass  # the worker is stuck or gone; the join below gives up on it
         self._thread.join(timeout_s + _JOIN_MARGIN_S)
-        left = sum(item is not _CLOSE for item in list(self._inbox.queue))
+        left = sum(item is not None for item in list(self._inbox.queue))
         report = self.tally.report(name, self._dropped_on_put + left)
         if self._thread.is_alive():
             report.errors.append(f"the upload did not finish within {timeout_s:g} s; abandoned")
@@ -142,11 +141,11 @@ class _Session:
                 item = self._inbox.get_nowait()
             except queue.Empty:
                 return
-            if item is _CLOSE:
+            if item is None:
                 for fragment in self._fragmenter.flush():
                     self._uploader.add(fragment)
                 self.tally.dropped += self._fragmenter.dropped
                 self._uploader.close(self._settings.close_timeout_s)
                 return
-            for fragment in self._fragmenter.add(item):  # type: ignore[arg-type]
+            for fragment in self._fragmenter.add(item):
                 self._uploader.add(fragment)

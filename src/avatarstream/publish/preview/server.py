@@ -17,6 +17,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
+from typing import cast
 
 from avatarstream.errors import PublishError
 from avatarstream.publish.preview.webrtc_sink import WebRtcSink
@@ -44,7 +45,8 @@ class PreviewServer(WebRtcSink):
             self.relay.close()
             raise PublishError(f"cannot serve the preview on {host}:{port}: {err.strerror or err}; choose another --preview HOST:PORT") from err
         self._http.daemon_threads = True
-        self.host, self.port = self._http.server_address[:2]
+        bound_host, self.port = self._http.server_address[:2]
+        self.host = cast(str, bound_host)  # typeshed allows bytes; the address of an AF_INET(6) socket always has a str host
         self.name = f"preview:{self.url}"
         self._thread = threading.Thread(target=self._http.serve_forever, name="preview-http", daemon=True)
         self._thread.start()

@@ -17,11 +17,13 @@ import logging
 import threading
 import time
 from fractions import Fraction
+from typing import Any
 
 import av
 from aiortc import MediaStreamTrack, RTCPeerConnection, RTCSessionDescription
 from aiortc.sdp import SessionDescription
 
+from avatarstream.errors import PublishError
 from avatarstream.publish.h264 import annexb_from_avcc, parameter_sets
 from avatarstream.publish.packets import EncodedPacket, StreamInfo
 
@@ -53,7 +55,7 @@ class PassthroughTrack(MediaStreamTrack):
 
     def __init__(self, clock: MediaClock | None = None) -> None:
         super().__init__()
-        self._queue: asyncio.Queue[av.Packet] = asyncio.Queue(maxsize=VIEWER_QUEUE)
+        self._queue: asyncio.Queue[av.Packet[Any]] = asyncio.Queue(maxsize=VIEWER_QUEUE)
         self._waiting_for_keyframe = True
         self._clock = clock or MediaClock()
         self.dropped = 0
@@ -73,10 +75,17 @@ class PassthroughTrack(MediaStreamTrack):
             self.dropped += 1
             self._waiting_for_keyframe = True
 
-    async def recv(self) -> av.Packet:  # type: ignore[override]
+    async def recv(self) -> av.Packet[Any]:
         packet = await self._queue.get()
-        await self._clock.wait_for(float(packet.pts * packet.time_base))
+        await self._clock.wait_for(_media_s(packet))
         return packet
+
+
+def _media_s(item: av.Packet[Any] | av.AudioFrame) -> float:
+    """Where a queued packet or frame sits on the media timeline; everything the tracks are offered is stamped."""
+    if item.pts is None or item.time_base is None:
+        raise PublishError("a preview packet or frame has no timestamp, so it cannot be paced")
+    return float(item.pts * item.time_base)
 
 
 class SoundTrack(MediaStreamTrack):
@@ -96,9 +105,9 @@ class SoundTrack(MediaStreamTrack):
         except asyncio.QueueFull:
             self.dropped += 1
 
-    async def recv(self) -> av.AudioFrame:  # type: ignore[override]
+    async def recv(self) -> av.AudioFrame:
         frame = await self._queue.get()
-        await self._clock.wait_for(float(frame.pts * frame.time_base))
+        await self._clock.wait_for(_media_s(frame))
         return frame
 
 

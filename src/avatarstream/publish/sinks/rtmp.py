@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import IO
 from urllib.parse import urlsplit
 
 from avatarstream.errors import InputError, PublishError
@@ -40,7 +41,7 @@ class RtmpSink(Sink):
         self.name = f"rtmp:{url}"
         self.write_timeout_s = write_timeout_s
         self._child: subprocess.Popen[bytes] | None = None
-        self._stderr: tempfile._TemporaryFileWrapper[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
         self._written = 0
         self._failed = False  # this connection's failure was already raised from write
 
@@ -66,8 +67,9 @@ class RtmpSink(Sink):
         child, self._child = self._child, None
         errors: list[str] = []
         if child is not None:
+            assert child.stdin is not None  # opened with stdin=PIPE
             try:
-                child.stdin.close()  # type: ignore[union-attr]
+                child.stdin.close()
             except OSError:
                 pass
             try:

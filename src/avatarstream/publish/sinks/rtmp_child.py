@@ -22,11 +22,11 @@ from fractions import Fraction
 from typing import BinaryIO
 
 from avatarstream.publish.muxer import PacketMuxer
-from avatarstream.publish.packets import EncodedPacket, StreamInfo
+from avatarstream.publish.packets import EncodedPacket, PacketKind, StreamInfo
 
 _LENGTH = struct.Struct(">I")
 _PACKET = struct.Struct(">BBqqII")  # kind, keyframe, pts, dts, time base numerator, denominator
-_KINDS = ("video", "audio")
+_KINDS: tuple[PacketKind, ...] = ("video", "audio")
 _BYTES_FIELDS = ("video_extradata", "audio_extradata")
 
 

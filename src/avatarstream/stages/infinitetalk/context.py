@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import torch
+from transformers import Wav2Vec2Model
 
 from avatarstream.models.infinitetalk.audio_features import SAMPLE_RATE, audio_windows, loudness_normalize, wav2vec2_features
 from avatarstream.models.infinitetalk.config import AUDIO_WINDOW
@@ -62,7 +63,7 @@ class WanAudioContextStage(Stage):
         first, end = self.frames.window_video_range(chunk.window_start, chunk.window_end)
         start, stop = self.feature_span(chunk.window_start, chunk.window_end, audio.total_frames)
         samples = loudness_normalize(audio.read(start, stop), SAMPLE_RATE)
-        features = wav2vec2_features(self.audio_encoder.network, torch.from_numpy(samples).to(device, dtype))
+        features = wav2vec2_features(self.audio_encoder.network_as(Wav2Vec2Model), torch.from_numpy(samples).to(device, dtype))
         return audio_windows(features, first - start, end - first)
 
     def run(self, ctx: StageContext) -> None:

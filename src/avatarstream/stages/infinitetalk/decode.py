@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
+
 from avatarstream.models.infinitetalk.vae import DecoderCache, decode
 from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.stage import Stage
@@ -24,7 +26,8 @@ class WanDecodeStage(Stage):
 
     def run(self, ctx: StageContext) -> None:
         _, dtype = device_and_dtype(self.vae)
+        vae = self.vae.network_as(AutoencoderKLWan)
         if ctx.cache is None:
-            ctx.cache = DecoderCache.for_vae(self.vae.network)
-        video = decode(self.vae.network, ctx["latents"].to(dtype), ctx.cache)
+            ctx.cache = DecoderCache.for_vae(vae)
+        video = decode(vae, ctx["latents"].to(dtype), ctx.cache)
         ctx["frames"] = video_to_frames(video.float()).numpy()

@@ -11,7 +11,9 @@ trained with an end anchor).
 from __future__ import annotations
 
 import torch
+from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
+from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT
 from avatarstream.models.infinitetalk.predict import ChunkConditions, DiTPredictor
 from avatarstream.models.infinitetalk.sampler import Guidance, sample
 from avatarstream.models.infinitetalk.vae import DecoderCache, decode, encode
@@ -36,7 +38,7 @@ READS = (
 )
 
 
-def reencode_motion(vae: torch.nn.Module, latents: torch.Tensor, chunk: Chunk) -> torch.Tensor:
+def reencode_motion(vae: AutoencoderKLWan, latents: torch.Tensor, chunk: Chunk) -> torch.Tensor:
     """Motion latents re-encoded from pixels: decode the motion latents alone (fresh cache), encode again.
 
     An approximation of the reference, which decodes the whole previous chunk
@@ -52,6 +54,7 @@ def reencode_motion(vae: torch.nn.Module, latents: torch.Tensor, chunk: Chunk) -
 class WanAudioToVideoStage(Stage):
     name = "audio_to_video"
     phase = "chunk"
+    reads = READS
     writes = ("latents",)
 
     def __init__(self, dit: Module, vae: Module, frames: FrameLayout, schedule: torch.Tensor, guidance: Guidance, *, reencode: bool) -> None:
@@ -61,7 +64,6 @@ class WanAudioToVideoStage(Stage):
         self.schedule = schedule
         self.guidance = guidance
         self.reencode = reencode
-        self.reads = READS
         self.batched = True  # guidance predictions stacked in one forward until that runs out of memory
 
     def modules(self) -> tuple[Module, ...]:
@@ -74,17 +76,17 @@ class WanAudioToVideoStage(Stage):
         if held is None:  # N0: the reference image is the first frame
             motion = ctx["reference_latent"]
         else:
-            motion = reencode_motion(self.vae.network, held.to(dtype), chunk) if self.reencode else held
+            motion = reencode_motion(self.vae.network_as(AutoencoderKLWan), held.to(dtype), chunk) if self.reencode else held
         y = ctx["reference_y"] if chunk.kind == "N" else self._interpolation_y(ctx, chunk, motion)
         cond = ChunkConditions(y, ctx["clip_features"], ctx["text_context"], ctx["text_context_null"], ctx["audio_windows"].to(device, dtype))
         noise = ctx["noise"].to(device).float()
-        predictor = DiTPredictor(self.dit.network, cond, batched=self.batched)
+        predictor = DiTPredictor(self.dit.network_as(InfiniteTalkDiT), cond, batched=self.batched)
         ctx["latents"] = sample(predictor, noise, motion.float().to(device), self.schedule.to(device), self.guidance, positions=chunk.cond_positions)
         self.batched = predictor.batched
 
     def _interpolation_y(self, ctx: StageContext, chunk: Chunk, anchors: torch.Tensor) -> torch.Tensor:
         """``y`` of an I-chunk: the reference identity as in N-chunks, both anchors marked, the end anchor's latent in place."""
         first, end = self.frames.window_video_range(chunk.window_start, chunk.window_end)
-        y = conditioning_channels(self.vae.network, ctx["reference_pixels"], end - first, anchors=chunk.cond_positions)
+        y = conditioning_channels(self.vae.network_as(AutoencoderKLWan), ctx["reference_pixels"], end - first, anchors=chunk.cond_positions)
         y[:, 4:, chunk.cond_positions[-1]] = anchors[:, :, -1].to(y.dtype)
         return y

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
 from avatarstream.models.infinitetalk.config import VAE_TEMPORAL_STRIDE
 from avatarstream.models.infinitetalk.image_encoder import ImageEncoder
@@ -15,7 +16,7 @@ from avatarstream.stages.infinitetalk.common import device_and_dtype
 from avatarstream.stages.reference import image_to_video_tensor
 
 
-def conditioning_channels(vae: torch.nn.Module, image: torch.Tensor, video_frames: int, anchors: tuple[int, ...] = (0,)) -> torch.Tensor:
+def conditioning_channels(vae: AutoencoderKLWan, image: torch.Tensor, video_frames: int, anchors: tuple[int, ...] = (0,)) -> torch.Tensor:
     """The DiT's ``y``: 4 mask channels (1 on the given latent frames) + the VAE latent of the image followed by zero frames."""
     zeros = image.new_zeros(*image.shape[:2], video_frames - 1, *image.shape[3:])
     latent = encode(vae, torch.cat([image, zeros], dim=2))
@@ -45,8 +46,9 @@ class WanReferenceStage(Stage):
         device, dtype = device_and_dtype(self.vae)
         pixels = image_to_video_tensor(ctx["reference_image"], device).to(dtype)
         ctx["reference_pixels"] = pixels
-        ctx["reference_latent"] = encode(self.vae.network, pixels)
-        ctx["reference_y"] = conditioning_channels(self.vae.network, pixels, self.window_video_frames)
+        vae = self.vae.network_as(AutoencoderKLWan)
+        ctx["reference_latent"] = encode(vae, pixels)
+        ctx["reference_y"] = conditioning_channels(vae, pixels, self.window_video_frames)
         ctx["clip_features"] = self.clip.encode(pixels[:, :, 0]).to(dtype)
 
 
