@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-
 LEVELS: dict[str, Callable[[Sequence[float]], float]] = {"median": statistics.median, "max": max, "mean": statistics.fmean}
 
 
