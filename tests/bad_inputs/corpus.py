@@ -230,6 +230,13 @@ CLI: list[Case] = [
     Case("out-preview-not-host-port", "cli", render("--preview", "nohost"), 2, ("is not HOST:PORT",)),
     Case("out-preview-port-out-of-range", "cli", render("--preview", "127.0.0.1:99999"), 2, ("is not HOST:PORT",)),
     Case("out-preview-port-busy", "cli", render("--preview", lambda t: f"127.0.0.1:{busy_port()}"), 2, ("cannot serve the preview", "in use", "--preview")),
+    Case(
+        "out-kvs-named-twice",
+        "cli",
+        render("--kvs", "stream", "--kvs-stream-arn", "arn:aws:kinesisvideo:eu-west-1:123456789012:stream/stream/1"),
+        2,
+        ("--kvs NAME or --kvs-stream-arn ARN, not both",),
+    ),
     Case("out-named-txt", "cli", render("--out", lambda t: t / "o.txt"), 0, (), accepted=True),  # an MP4 whatever its name
     # -- serve -------------------------------------------------------------------------------------
     Case("serve-port-busy", "cli", serve("--port", lambda t: busy_port()), 2, ("cannot serve the API", "in use", "--port")),

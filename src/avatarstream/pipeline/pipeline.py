@@ -28,6 +28,7 @@ from avatarstream.pipeline.overlap import FinalizeWorker
 from avatarstream.pipeline.stage import PHASES, Phase, Stage
 from avatarstream.pipeline.state import SessionState, StageContext
 from avatarstream.publish.media import MediaChunk
+from avatarstream.runtime.allocator import release_free_memory
 from avatarstream.runtime.devices import synchronize
 from avatarstream.runtime.residency import Runtime
 from avatarstream.sources.audio_timeline import AudioTimeline, SampleTrack
@@ -221,6 +222,7 @@ class _Run:
                 if prepared is not None:
                     prepared[1].result()  # it reads the audio that is about to be trimmed
                 self._discard_audio(chunk, next_publish)
+                release_free_memory()  # what this chunk freed leaves RSS now, whichever thread's arena holds it
             if worker is not None:
                 for media in worker.drain():
                     yield self._emit(media)

@@ -18,6 +18,7 @@ import numpy as np
 
 from avatarstream.publish.publisher import Publisher
 from avatarstream.publish.settings import EncoderSettings
+from avatarstream.runtime.allocator import release_free_memory
 from avatarstream.serve.live_audio import LiveAudio
 from avatarstream.serve.logs import event
 from avatarstream.serve.outputs import build_outputs
@@ -173,6 +174,7 @@ class SessionManager:
             reports = []
             session.error = session.error or f"an output could not be finalized: {err}"
         del self.active[session.id]
+        release_free_memory()  # the session's buffers, freed just now, leave the server's RSS
         if session.state == "running":  # only now: a session that reads done or closed holds nothing any more
             session.state = "done" if session.completed else "closed"
         self.engine.metrics.sessions.labels(session.mode).dec()

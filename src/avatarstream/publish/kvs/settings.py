@@ -44,7 +44,9 @@ class KvsSettings:
     max_fragment_attempts: int = 3
 
     def __post_init__(self) -> None:
-        if (self.stream_name is None) == (self.stream_arn is None):
+        if self.stream_name is not None and self.stream_arn is not None:
+            raise InputError("give --kvs NAME or --kvs-stream-arn ARN, not both: they name the same stream two ways")
+        if self.stream_name is None and self.stream_arn is None:
             raise InputError("a Kinesis Video Streams output needs one of --kvs NAME or --kvs-stream-arn ARN")
         if self.stream_name is not None and not _STREAM_NAME.fullmatch(self.stream_name):
             raise InputError(f"--kvs {self.stream_name!r} is not a Kinesis video stream name: use 1-256 characters from a-z, A-Z, 0-9, '_', '.', '-'")
