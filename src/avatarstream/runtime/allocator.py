@@ -1,4 +1,4 @@
-"""glibc's malloc, kept from creeping: fewer arenas, and freed memory handed back to the system after each chunk.
+"""glibc's malloc, kept from creeping: freed memory handed back to the system after each chunk and each ended session.
 
 glibc gives a thread that finds its arena locked another one, up to eight per
 core. Memory freed in one arena is reused only by the threads that allocate
@@ -7,8 +7,9 @@ more often, as on a busy machine, spreads its short-lived chunk buffers over
 more arenas, and each keeps its free fragments: RSS then grows with the length
 of the run instead of staying flat. Measured and explained in docs/runtime.md.
 
-Both calls do nothing on other C libraries (musl, macOS), where this does not
-apply, and ``MALLOC_ARENA_MAX`` set by the user wins over the bound.
+``malloc_trim`` gives those free fragments back. It does nothing on other C
+libraries (musl, macOS). ``MALLOC_ARENA_MAX=2`` in the environment also slows
+the creep (fewer arenas), at the price of more lock contention between threads.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import os
 import platform
+import threading
+import time
 
-M_ARENA_MAX = -8  # from glibc's malloc.h
-DEFAULT_ARENAS = 2
+MIN_TRIM_INTERVAL_S = 1.0  # a trim walks every arena under its lock: often enough to keep RSS flat, rare enough to cost nothing
+_last_trim = {"at": -MIN_TRIM_INTERVAL_S}
+_trim_lock = threading.Lock()
 
 
 @functools.cache
@@ -31,16 +34,16 @@ def _glibc() -> ctypes.CDLL | None:
     return ctypes.CDLL(name) if name else None
 
 
-def bound_arenas(arenas: int = DEFAULT_ARENAS) -> bool:
-    """Cap glibc's malloc arenas for the rest of the process (call early, before threads start); True when applied."""
-    libc = _glibc()
-    if libc is None or "MALLOC_ARENA_MAX" in os.environ:
-        return False
-    return bool(libc.mallopt(M_ARENA_MAX, arenas))
-
-
 def release_free_memory() -> None:
-    """Return the free pages of every arena to the system (``malloc_trim``): what a finished chunk or session freed stops counting as RSS."""
+    """Return the free pages of every arena to the system (``malloc_trim``): what a finished chunk or session freed stops counting as RSS.
+
+    At most once per ``MIN_TRIM_INTERVAL_S`` for the whole process, however many sessions call it."""
     libc = _glibc()
-    if libc is not None:
-        libc.malloc_trim(0)
+    if libc is None:
+        return
+    with _trim_lock:
+        now = time.monotonic()
+        if now - _last_trim["at"] < MIN_TRIM_INTERVAL_S:
+            return
+        _last_trim["at"] = now
+    libc.malloc_trim(0)
