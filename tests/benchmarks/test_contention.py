@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from avatarstream.benchmarks.contention import measure_contention
+from avatarstream.benchmarks.contention import measure_contention, measure_load_memory
 
 
 def test_default_and_spinning_renders_alone_and_loaded(tmp_path: Path) -> None:
@@ -18,3 +18,13 @@ def test_default_and_spinning_renders_alone_and_loaded(tmp_path: Path) -> None:
         assert row["realtime_factor_alone"] > 0 and row["realtime_factor_loaded"] > 0
         assert row["slowdown"] == round(row["realtime_factor_alone"] / row["realtime_factor_loaded"], 2)
     assert not list(tmp_path.iterdir()), "the scenario leaves only what the caller writes"
+
+
+def test_peak_memory_of_a_short_and_a_long_render_next_to_a_competing_job(tmp_path: Path) -> None:
+    result = measure_load_memory("demo-tiny", seconds=1.0, repeats=1, out_dir=tmp_path, longer=4.0)
+    short, long = result["rows"]
+    assert (short["seconds"], long["seconds"]) == (1.0, 4.0)
+    assert short["peak_rss_mib"] > 100 and long["realtime_factor"] > 0
+    assert result["long_over_short"] == round(long["peak_rss_mib"] / short["peak_rss_mib"], 4)
+    assert result["long_over_short"] < 1.1, "a longer render on a busy machine must not need more memory"
+    assert not list(tmp_path.iterdir())

@@ -57,6 +57,27 @@ def measure_contention(model: str, seconds: float, repeats: int, out_dir: Path, 
     return {"model": model, "cores": len(os.sched_getaffinity(0)), "competing_job": "torch matmul on every core, OpenMP defaults", "rows": rows}
 
 
+def measure_load_memory(model: str, seconds: float, repeats: int, out_dir: Path, longer: float = 9.0) -> dict[str, Any]:
+    """Peak RSS of a render of ``seconds`` and of one ``longer`` times as long, both next to the competing job: a run's memory must
+    not grow with its length when the machine is busy (median of ``repeats`` fresh processes each)."""
+    rows = []
+    with _CompetingJob() as job:
+        for length in (seconds, seconds * longer):
+            audio = out_dir / "load-memory-speech.wav"
+            _write_wav(audio, looped_array(bundled_speech(RATE), RATE, length))
+            try:
+                runs = [_render(model, audio, {}, [], out_dir) for _ in range(repeats)]
+            finally:
+                audio.unlink(missing_ok=True)
+            rows.append({"seconds": length, "peak_rss_mib": round(statistics.median(r["peak_rss_bytes"] for r in runs) / 2**20, 1),
+                         "peak_rss_mib_all": [round(r["peak_rss_bytes"] / 2**20, 1) for r in runs],
+                         "realtime_factor": round(statistics.median(r["realtime_factor"] for r in runs), 3)})  # fmt: skip
+        job.check_alive()
+    short, long = rows
+    return {"model": model, "cores": len(os.sched_getaffinity(0)), "competing_job": "torch matmul on every core, OpenMP defaults", "rows": rows,
+            "long_over_short": round(long["peak_rss_mib"] / short["peak_rss_mib"], 4)}  # fmt: skip
+
+
 def _write_wav(path: Path, samples: np.ndarray) -> None:
     with wave.open(str(path), "wb") as out:
         out.setnchannels(1)

@@ -15,7 +15,7 @@ import numpy as np
 from avatarstream.benchmarks import plots
 from avatarstream.benchmarks.audio import looped, looped_array
 from avatarstream.benchmarks.audio_window import window_errors
-from avatarstream.benchmarks.contention import measure_contention
+from avatarstream.benchmarks.contention import measure_contention, measure_load_memory
 from avatarstream.benchmarks.context import BenchContext
 from avatarstream.benchmarks.raw_loop import raw_frames
 from avatarstream.benchmarks.raw_loop_infinitetalk import raw_frames as raw_frames_infinitetalk
@@ -237,6 +237,13 @@ def contention(ctx: BenchContext) -> dict[str, Any]:
     return result
 
 
+def load_memory(ctx: BenchContext) -> dict[str, Any]:
+    """Peak RSS of a --seconds render and of one 9x as long, both next to a competing CPU job: memory must not grow with length."""
+    if ctx.model not in ("demo", "demo-tiny"):
+        raise InputError("the load-memory scenario renders the demo family (--model demo or demo-tiny) in fresh processes")
+    return measure_load_memory(ctx.model, ctx.seconds, ctx.repeats, ctx.out_dir)
+
+
 def soak(ctx: BenchContext) -> dict[str, Any]:
     """The server at its session limit for --minutes with misbehaving clients and a stalling RTMP peer; fails when anything trends upward."""
     if ctx.model == "infinitetalk" or ctx.device.type != "cpu":
@@ -261,6 +268,7 @@ SCENARIOS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
     "motion": motion,
     "audio-window": audio_window,
     "contention": contention,
+    "load-memory": load_memory,
     "soak": soak,
 }
 

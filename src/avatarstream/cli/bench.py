@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _headline(result: dict) -> str:
-    keys = ("ttff_s", "realtime_factor", "fps_out", "overhead_pct", "last_over_first", "i_chunk_cost_pct", "speedup", "identical_frames")
+    keys = ("ttff_s", "realtime_factor", "fps_out", "overhead_pct", "last_over_first", "long_over_short", "i_chunk_cost_pct", "speedup", "identical_frames")
     if "rows" in result and all("slowdown" in r for r in result["rows"]):
         return ", ".join(
             f"{r['variant']}: {r['realtime_factor_alone']}x alone, {r['realtime_factor_loaded']}x loaded ({r['slowdown']}x slower)" for r in result["rows"]
