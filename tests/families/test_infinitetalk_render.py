@@ -80,7 +80,7 @@ def test_stage_graph_is_checked_at_construction(tiny_original: WeightsLayout) ->
         ({"motion": "copy"}, "reencode or latent"),
         ({"steps": 0}, "steps must be at least 1"),
         ({"chunk_frames": 9, "motion_frames": 5}, "at least as many new frames as motion frames: with 5 motion frames, --chunk-frames can be 17, 21"),
-        ({"audio_window_s": float("nan")}, "--audio-window must be at least 1 second"),
+        ({"audio_window_s": float("nan")}, "--audio-window must be a finite number, got nan"),
     ],
 )
 def test_bad_settings_are_one_clear_error(tiny_original: WeightsLayout, options: dict, message: str) -> None:

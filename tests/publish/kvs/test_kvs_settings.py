@@ -15,7 +15,7 @@ ARN = "arn:aws:kinesisvideo:us-west-2:123456789012:stream/avatar-test/1700000000
     ("settings", "message"),
     [
         ({}, "one of --kvs NAME"),
-        ({"stream_name": "a", "stream_arn": ARN}, "one of --kvs NAME"),
+        ({"stream_name": "a", "stream_arn": ARN}, "--kvs NAME or --kvs-stream-arn ARN, not both"),
         ({"stream_name": "bad name!"}, "not a Kinesis video stream name"),
         ({"stream_arn": "arn:aws:s3:::bucket"}, "not a Kinesis video stream ARN"),
         ({"stream_name": "a", "endpoint_url": "ftp://host"}, "expected https://HOST"),
