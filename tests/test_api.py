@@ -12,9 +12,9 @@ import pytest
 
 import avatarstream
 from avatarstream import GenerationOptions, Outputs, load_family
+from avatarstream.benchmarks.local_server import free_port
 from avatarstream.errors import InputError
 from avatarstream.sources.pcm import PcmBlock
-from publish.publish_needs import free_port
 
 FAST = {"model": "demo-tiny", "options": GenerationOptions(chunk_frames=6, interp_frames=2), "threads": 1, "preset": "ultrafast"}
 RATE = 16000

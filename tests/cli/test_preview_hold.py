@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from publish.publish_needs import free_port
+from avatarstream.benchmarks.local_server import free_port
 from sources.sine_files import write_sine
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 
 import pytest
 
@@ -42,9 +41,3 @@ def require_chromium() -> None:
 def require_nginx_rtmp() -> None:
     have = shutil.which(NGINX) or os.path.exists(NGINX)
     require(None if have and os.path.exists(RTMP_MODULE) else "nginx with libnginx-mod-rtmp is not installed")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

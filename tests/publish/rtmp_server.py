@@ -9,7 +9,8 @@ from pathlib import Path
 
 from typing_extensions import Self
 
-from publish_needs import NGINX, RTMP_MODULE, free_port
+from avatarstream.benchmarks.local_server import free_port
+from publish_needs import NGINX, RTMP_MODULE
 
 CONFIG = """
 daemon off;

@@ -15,6 +15,7 @@ import pytest
 import websockets.sync.client
 from serve_harness import s16, speech
 
+from avatarstream.benchmarks.local_server import free_port
 from avatarstream.cli import serve
 from avatarstream.errors import InputError
 
@@ -42,7 +43,7 @@ def test_a_reachable_address_needs_a_token(monkeypatch) -> None:
 
 
 def test_serve_starts_and_answers(tmp_path) -> None:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, serve.TOKEN_ENV: "cli-test-token-123"}
     command = [sys.executable, "-c", START, "serve", "--port", str(port), "--model", "demo-tiny", "--threads", "1", "--work-dir", str(tmp_path)]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -72,11 +73,3 @@ def test_serve_starts_and_answers(tmp_path) -> None:
     events = [line for line in stderr.splitlines() if line.startswith("{")]
     assert any('"event": "session opened"' in line for line in events), stderr
     assert created.json()["id"] not in stderr and "cli-test-token-123" not in stderr, "a session id or the token reached the logs"
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
