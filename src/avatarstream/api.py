@@ -71,6 +71,7 @@ def render(
     options: GenerationOptions | None = None,
     device: str | torch.device = "auto",
     residency: str = "",
+    parallel: str | None = None,
     overlap: bool | None = None,
     threads: int | None = None,
     seed: int = 0,
@@ -92,6 +93,7 @@ def render(
     reloading. ``options``:
     chunking, steps, guidance ... (unset fields take the model's defaults).
     ``residency``: where each module's weights live, as ``--residency``.
+    ``parallel``: how the processes of a torchrun launch split the session, as ``--parallel``.
     ``overlap``: finish chunk k while chunk k+1 generates (default: on with CUDA).
     ``threads``: torch CPU threads (default: one per core). ``report`` /
     ``trace``: write the JSON report / a Chrome trace. Raises ``InputError``
@@ -112,7 +114,7 @@ def render(
     else:
         source = audio
     try:
-        rank, run_device = init_rank(resolve_device(str(device)))
+        rank, run_device = init_rank(resolve_device(str(device)), parallel)
         try:
             return _render(source, reference, outputs, rank, run_device, avatar=avatar, prompt=prompt, model=model, weights=weights,
                            folders=folders, dtype=dtype, options=options or GenerationOptions(), residency=residency, overlap=overlap, seed=seed,
@@ -152,9 +154,8 @@ def _render(
     load_s = time.perf_counter() - load_start
 
     image = family.reference(Path(reference) if reference is not None else None, avatar)
-    if not rank.publishes:  # every rank computes (sharded modules need all of them); only rank 0 writes
-        for _ in pipeline.stream(audio, image, prompt, seed=seed):
-            pass
+    if not rank.publishes:  # the other ranks follow rank 0's run; only rank 0 writes
+        pipeline.follow()
         return RenderResult({}, [])
     width, height = family.frame_size
     try:
@@ -166,7 +167,7 @@ def _render(
         runtime.peak_device_bytes,
         extra={
             "model": name, "weights": family.weights, "device": str(device), "resolution": [width, height], "fps": family.fps,
-            "settings": family.settings, "load_s": round(load_s, 4), "processes": rank.world_size,
+            "settings": family.settings, "load_s": round(load_s, 4), "processes": rank.world_size, "parallel": rank.layout.text(),
             "numa": dataclasses.asdict(rank.binding) if rank.binding else None, "cpu": cpu_report(),
         },
         late_fields={"stage_switches": runtime.switch_summary, "runtime": runtime.summary},

@@ -8,6 +8,7 @@ exit code 2 for bad input and 1 for failures during a run.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -45,7 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except AvatarStreamError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        if os.environ.get("RANK", "0") == "0":  # under torchrun rank 0 says it once, with the failing rank's words
+            print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted: outputs written so far were finalized", file=sys.stderr)

@@ -13,7 +13,7 @@ from pathlib import Path
 from avatarstream.api import render
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, check_model_folders, generation_options
-from avatarstream.cli.runtime_args import add_runtime_arguments
+from avatarstream.cli.runtime_args import add_parallel_argument, add_runtime_arguments
 from avatarstream.publish.options import add_output_arguments, outputs_from_args
 from avatarstream.runtime.launch import relaunch
 from avatarstream.runtime.policies import POLICIES
@@ -53,6 +53,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "(e.g. a2v_dit=streamed:2,sr_dit=offloaded,default=resident; sharded needs --nproc)",
     )
     p.add_argument("--nproc", type=int, default=1, help="processes (one per GPU) under torchrun; rank 0 writes the outputs")
+    add_parallel_argument(p)
     add_model_arguments(p)
     add_output_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -61,11 +62,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     folders = check_model_folders(args)
-    relaunch(args.nproc, args.argv)  # returns in a torchrun worker or when --nproc is 1
+    relaunch(args.nproc, args.argv, args.parallel)  # returns in a torchrun worker or when --nproc is 1
     outputs = outputs_from_args(args)
     result = render(
         args.audio, args.reference, out=outputs, avatar=args.avatar, prompt=args.prompt, model=args.model, weights=args.weights,
-        folders=folders, dtype=args.dtype, options=generation_options(args), device=args.device, residency=args.residency,
+        folders=folders, dtype=args.dtype, options=generation_options(args), device=args.device, residency=args.residency, parallel=args.parallel,
         overlap=args.overlap, threads=args.threads, seed=args.seed, preset=args.preset, report=args.report, trace=args.trace,
         progress=not args.no_progress,
     )  # fmt: skip

@@ -15,3 +15,14 @@ THREADS_HELP = (
 def add_runtime_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help=f"where to run: {', '.join(DEVICE_CHOICES)} (CUDA when present) or cuda:N")
     p.add_argument("--threads", type=int, help=THREADS_HELP)
+
+
+PARALLEL_HELP = (
+    "how the --nproc processes split one session: sp=S splits each DiT forward's tokens (Ulysses), cfg=C its guidance "
+    "predictions, decode adds a rank that decodes chunk k while chunk k+1 generates; S x C (+1 with decode) = --nproc "
+    "(e.g. --nproc 4 --parallel sp=2,cfg=2). Default: every process computes everything (what FSDP2 sharding alone needs)"
+)
+
+
+def add_parallel_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--parallel", metavar="sp=S,cfg=C[,decode]", help=PARALLEL_HELP)

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from avatarstream.errors import InputError
+from avatarstream.families.demo_parallel import split_a2v
 from avatarstream.families.options import GenerationOptions
 from avatarstream.models.demo import (
     A2VDiT,
@@ -124,6 +125,7 @@ class DemoFamily:
         except ValueError as exc:
             raise InputError(f"invalid sampler setting: {exc}") from exc
         base_latent = (cfg.vae.latent_channels, cfg.base_latent_size, cfg.base_latent_size)
+        m["a2v_dit"].split_as(split_a2v)  # what --parallel sp=S splits
         stages = [
             ReferenceEncodeStage(m["vae"], m["reference_encoder"], cfg.base_size),
             TextEncodeStage(m["text_encoder"]),

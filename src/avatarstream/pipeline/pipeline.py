@@ -6,10 +6,18 @@ latents that became final runs through the final stages (super-resolution,
 decode) and is yielded as frames with the audio that plays with them. Batch
 and streaming share this one loop: a file is just an audio source that never
 makes the loop wait.
+
+Several processes can run one session (``--parallel``): rank 0 calls
+``stream`` and the others ``follow``. Rank 0 hands each run's inputs and audio
+to the others host-side and opens each chunk for them; the generating ranks
+run the chunk stages together (their collectives split each forward), and a
+decode rank, when there is one, runs the final stages of the stretches rank 0
+sends it while the next chunk generates.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Iterator, Sequence
@@ -30,7 +38,10 @@ from avatarstream.pipeline.state import SessionState, StageContext
 from avatarstream.publish.media import MediaChunk
 from avatarstream.runtime.allocator import release_free_memory
 from avatarstream.runtime.devices import synchronize
+from avatarstream.runtime.parallel.guard import DecodeGate, FollowGate, LeadGate, follower_gate, stops_every_rank
+from avatarstream.runtime.parallel.stage_pipe import Decoded, RemoteFinalizer, Stretch, receive_stretches, send_decoded
 from avatarstream.runtime.residency import Runtime
+from avatarstream.runtime.sharding import Sharded
 from avatarstream.sources.audio_timeline import AudioTimeline, SampleTrack
 from avatarstream.sources.pcm import PcmBlock
 
@@ -102,6 +113,9 @@ class Pipeline:
         # or a module serves both phases: the runtime would release it on one thread while the other still runs it
         shared = {m.name for s in self._by_phase["chunk"] for m in s.modules()} & {m.name for s in self._by_phase["final"] for m in s.modules()}
         self.overlap = overlap and not runtime.sequential_only and not shared
+        # followers skip the final stages unless a sharded module there needs every rank's forwards
+        sharded_finals = any(isinstance(runtime.residency(m), Sharded) for s in self._by_phase["final"] for m in s.modules())
+        self.followers_finish = sharded_finals and runtime.parallel.layout.decode_rank is None
         # with overlap: read the next chunk's audio early and prepare it while this one generates.
         # Only for sources that never block (files): a live source would hold this chunk back.
         self.read_ahead = read_ahead
@@ -138,9 +152,33 @@ class Pipeline:
         seed: int = 0,
         observers: Sequence[RunObserver] = (),
     ) -> Iterator[MediaChunk]:
-        """Yield final frames with their audio as soon as they exist; audio may arrive live."""
-        run = _Run(self, iter(audio), seed, observers)
-        yield from run.execute(reference_image, prompt)
+        """Yield final frames with their audio as soon as they exist; audio may arrive live.
+
+        With several processes only rank 0 calls it; the others call ``follow``.
+        """
+        groups = self.runtime.parallel
+        if not groups.distributed:
+            yield from _Run(self, iter(audio), seed, observers).execute(reference_image, prompt)
+            return
+        if groups.role != "lead":
+            raise PipelineGraphError(f"rank {groups.rank} follows rank 0's runs: call follow(), not stream()")
+        with stops_every_rank(groups):
+            gate = LeadGate.announce(groups, np.asarray(reference_image), prompt, seed)
+            run = _Run(self, gate.relay(iter(audio)), seed, observers, gate)
+            yield from run.execute(reference_image, prompt)
+
+    def follow(self) -> None:
+        """The other ranks' part of every run rank 0 streams, until rank 0 shuts the group down."""
+        groups = self.runtime.parallel
+        assert groups.control is not None and groups.role != "lead", "follow() is for the ranks after 0 of a parallel run"
+        with stops_every_rank(groups):
+            for command in groups.control.commands():
+                gate = follower_gate(groups, command.run)
+                if groups.role == "decode":
+                    _Run(self, iter(()), command.seed, (), gate).serve_finals(command.reference_image, command.prompt)
+                else:
+                    for _ in _Run(self, groups.control.audio(command.run), command.seed, (), gate).execute(command.reference_image, command.prompt):
+                        pass
 
     def astream(
         self, audio: AsyncIterable[PcmBlock], reference_image: Any, prompt: str = "", *, seed: int = 0, observers: Sequence[RunObserver] = ()
@@ -158,8 +196,11 @@ def _total_video_of(run: weakref.ref[_Run]) -> Callable[[], int | None]:
 class _Run:
     """One request through the pipeline: owns the session state and the audio timeline."""
 
-    def __init__(self, pipeline: Pipeline, audio: Iterator[PcmBlock], seed: int, observers: Sequence[RunObserver]) -> None:
+    def __init__(
+        self, pipeline: Pipeline, audio: Iterator[PcmBlock], seed: int, observers: Sequence[RunObserver], gate: LeadGate | FollowGate | DecodeGate | None = None
+    ) -> None:
         self.p = pipeline
+        self.gate: LeadGate | FollowGate | DecodeGate | None = gate  # opens each chunk for the others (rank 0) or waits for it (followers)
         self.audio = audio
         self.observers = observers
         self.session = SessionState(seed=seed)
@@ -175,20 +216,56 @@ class _Run:
     def execute(self, reference_image: Any, prompt: str) -> Iterator[MediaChunk]:
         for obs in self.observers:
             obs.on_start()
-        self.session.values.update(reference_image=reference_image, prompt=prompt)
-        stages = self.p._by_phase["init"]
-        for stage, upcoming in zip(stages, (*stages[1:], self.p._by_phase["chunk"][0]), strict=True):
-            self._run_stage(stage, self.session.values, upcoming)
-        worker: FinalizeWorker[MediaChunk] | None = FinalizeWorker(self.p.device) if self.p.overlap else None
+        self._run_init(reference_image, prompt, self.p._by_phase["chunk"][0])
+        worker = self._finalizer()
         try:
             yield from self._chunk_loop(worker)
+            if self.gate is not None:
+                self.gate.end()  # a follower reads rank 0's stop for the chunk after the last
         finally:
             if worker is not None:
                 worker.close()
+            if isinstance(self.gate, LeadGate):
+                with contextlib.suppress(Exception):  # failing: the store may be gone, and the failure is what matters
+                    self.gate.end()
         for obs in self.observers:
             obs.on_end(self.total_video or 0, self.timeline.duration_s, self.now())
 
-    def _chunk_loop(self, worker: FinalizeWorker[MediaChunk] | None) -> Iterator[MediaChunk]:
+    def _run_init(self, reference_image: Any, prompt: str, after: Stage) -> None:
+        self.session.values.update(reference_image=reference_image, prompt=prompt)
+        stages = self.p._by_phase["init"]
+        for stage, upcoming in zip(stages, (*stages[1:], after), strict=True):
+            self._run_stage(stage, self.session.values, upcoming)
+
+    def _finalizer(self) -> FinalizeWorker[MediaChunk] | RemoteFinalizer | None:
+        """Where final stages run: on the decode rank, on a worker thread (overlap), or inline (None)."""
+        groups = self.p.runtime.parallel
+        if isinstance(self.gate, LeadGate) and groups.layout.decode_rank is not None:
+            assert groups.control is not None and groups.to_decoder is not None and groups.from_decoder is not None, "a decode rank has its groups"
+            return RemoteFinalizer(groups.control, self.gate.run, groups.to_decoder, groups.from_decoder, groups.layout.decode_rank, self.p.device)
+        return FinalizeWorker(self.p.device) if self.p.overlap and (self.gate is None or isinstance(self.gate, LeadGate)) else None
+
+    @property
+    def _finishes(self) -> bool:
+        """Whether this rank runs the final stages (rank 0 always, by itself or through the decode rank)."""
+        return self.gate is None or isinstance(self.gate, LeadGate) or self.p.followers_finish
+
+    def serve_finals(self, reference_image: Any, prompt: str) -> None:
+        """The decode rank's run: the init stages (final stages read their values), then every stretch rank 0 sends."""
+        groups = self.p.runtime.parallel
+        assert groups.control is not None and groups.to_decoder is not None and groups.from_decoder is not None, "a decode rank has its groups"
+        stages = self.p._by_phase["final"]
+        self._run_init(reference_image, prompt, stages[0])
+        for stretch in receive_stretches(groups.control, self.gate.run, groups.to_decoder, self.p.device):
+            step: dict[str, Any] = {"latents": stretch.latents, "frames_range": stretch.frames_range}
+            seconds = []
+            for stage, upcoming in zip(stages, (*stages[1:], stages[0]), strict=True):
+                start = self.now()
+                self._run_stage(stage, step, upcoming, frames=stretch.frames_range)
+                seconds.append(self.now() - start)
+            send_decoded(Decoded(step["frames"], seconds), groups.from_decoder, self.p.device)
+
+    def _chunk_loop(self, worker: FinalizeWorker[MediaChunk] | RemoteFinalizer | None) -> Iterator[MediaChunk]:
         chunk = self.p.plan.first()
         next_publish = 0
         ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avatarstream-ahead") if self._reads_ahead(worker) else None
@@ -198,12 +275,14 @@ class _Run:
                 self._wait_for_audio(chunk)
                 if self.total_frames is not None and self.p.plan.is_past_end(chunk, self.total_frames):
                     break
+                if self.gate is not None and not self.gate.chunk_starts():
+                    break  # rank 0 stopped the run
                 start_s = self.now()
                 step = prepared[1].result() if prepared is not None and prepared[0] == chunk else self._prepare(chunk)
                 prepared = self._prepare_ahead(ahead, self.p.plan.next_after(chunk))
                 pieces = [p for p in (piece.clipped(self.total_frames) for piece in chunk.publishes) if p is not None]
-                latents = self._generate(chunk, step, publishes=bool(pieces))
-                for i, piece in enumerate(pieces):
+                latents = self._generate(chunk, step, publishes=bool(pieces) and self._finishes)
+                for i, piece in enumerate(pieces if self._finishes else ()):
                     finish = self._finisher(chunk, latents, piece, more_follow=i + 1 < len(pieces))
                     if worker is None:
                         yield self._emit(finish())
@@ -213,6 +292,7 @@ class _Run:
                         for media in worker.drain() if next_publish == 0 else worker.ready(block=True):
                             yield self._emit(media)
                     next_publish = piece.end
+                next_publish = pieces[-1].end if pieces else next_publish
                 start, end = self.p.frames.video_range(*chunk.contributes)
                 end = end if self.total_video is None else min(end, self.total_video)
                 timeline = (start, max(end, start))
@@ -281,8 +361,8 @@ class _Run:
             self.session.held.put(chunk, latents)
         return latents
 
-    def _finisher(self, chunk: Chunk, latents: torch.Tensor, piece: Piece, *, more_follow: bool) -> Callable[[], MediaChunk]:
-        """Bind everything the final stages need now, so they can run later on another thread."""
+    def _finisher(self, chunk: Chunk, latents: torch.Tensor, piece: Piece, *, more_follow: bool) -> _Finish:
+        """Bind everything the final stages need now, so they can run later on another thread or rank."""
         source = latents if piece.source == (chunk.kind, chunk.index) else self.session.held.latents_of(piece.source)
         step: dict[str, Any] = {
             "latents": source[:, :, piece.offset : piece.offset + piece.end - piece.start],
@@ -293,18 +373,8 @@ class _Run:
         keep = count if self.total_video is None else min(end, self.total_video) - first  # a last chunk is trimmed
         rate, fps = self.p.output_sample_rate, self.p.fps
         audio = self.timeline.output_track.read(first * rate // fps, (first + keep) * rate // fps)
-        stages = self.p._by_phase["final"]
-        after = stages[0] if more_follow else self.p._by_phase["chunk"][0]
-
-        def finish() -> MediaChunk:
-            for stage, upcoming in zip(stages, (*stages[1:], after), strict=True):
-                self._run_stage(stage, step, upcoming, chunk=chunk, frames=(piece.start, piece.end))
-            frames = step["frames"]
-            if frames.shape[0] != count:
-                raise PipelineGraphError(f"final stages returned {frames.shape[0]} frames for a stretch of {count}")
-            return MediaChunk(first, frames[:keep], audio)
-
-        return finish
+        after = self.p._by_phase["final"][0] if more_follow else self.p._by_phase["chunk"][0]
+        return _Finish(self, chunk, piece, step, after, first, count, keep, audio)
 
     def _emit(self, media: MediaChunk) -> MediaChunk:
         for obs in self.observers:
@@ -335,6 +405,47 @@ class _Run:
         span = StageSpan(stage.name, stage.phase, start_s, self.now(), chunk, frames)
         for obs in self.observers:
             obs.on_stage(span)
+
+
+@dataclass
+class _Finish:
+    """One stretch of final latents and what its frames are published with; run here (``__call__``) or elsewhere (``stretch``)."""
+
+    run: _Run
+    chunk: Chunk
+    piece: Piece
+    step: dict[str, Any]
+    after: Stage  # what runs once the final stages are done
+    first: int
+    count: int
+    keep: int
+    audio: np.ndarray
+
+    def __call__(self) -> MediaChunk:
+        stages = self.run.p._by_phase["final"]
+        for stage, upcoming in zip(stages, (*stages[1:], self.after), strict=True):
+            self.run._run_stage(stage, self.step, upcoming, chunk=self.chunk, frames=(self.piece.start, self.piece.end))
+        return self._media(self.step["frames"])
+
+    @property
+    def stretch(self) -> Stretch:
+        return Stretch(self.step["latents"], (self.piece.start, self.piece.end), (self.chunk.kind, self.chunk.index))
+
+    def complete(self, decoded: Decoded) -> MediaChunk:
+        """The frames the decode rank made, with the spans of its stages (ending now, on this rank's clock)."""
+        end = self.run.now()
+        stages = self.run.p._by_phase["final"]
+        for stage, seconds in zip(reversed(stages), reversed(decoded.stage_seconds), strict=False):
+            span = StageSpan(stage.name, stage.phase, end - seconds, end, self.chunk, (self.piece.start, self.piece.end))
+            for obs in self.run.observers:
+                obs.on_stage(span)
+            end -= seconds
+        return self._media(decoded.frames)
+
+    def _media(self, frames: np.ndarray) -> MediaChunk:
+        if frames.shape[0] != self.count:
+            raise PipelineGraphError(f"final stages returned {frames.shape[0]} frames for a stretch of {self.count}")
+        return MediaChunk(self.first, frames[: self.keep], self.audio)
 
 
 def independent_prefix(chunk_stages: Sequence[Stage]) -> tuple[Stage, ...]:

@@ -5,21 +5,31 @@
 documented equivalent is ``torchrun --standalone --nproc-per-node N -m --
 avatarstream.cli.main render ...``). In each worker ``init_rank`` picks the
 rank's GPU, binds the process to that GPU's NUMA node and joins the process
-group (NCCL on GPUs, gloo on a CPU build). Every rank runs the whole pipeline
-(sharded modules need every rank's forwards); only rank 0 writes outputs.
+group (NCCL on GPUs, gloo on a CPU build) and the groups of its ``--parallel``
+layout. Rank 0 runs the command (render, serve) and writes every output; the
+other ranks follow its runs (``Pipeline.follow``).
+
+The launcher runs in this process (not ``exec``): when a rank fails, every
+rank stops with the failing rank's message (printed once, by rank 0), and the
+launcher's own report of failed workers is not printed on top of it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 
 from avatarstream.errors import InputError
+from avatarstream.runtime.parallel import groups as parallel_groups
+from avatarstream.runtime.parallel.control import ControlChannel
+from avatarstream.runtime.parallel.layout import ParallelLayout, parse_parallel
 from avatarstream.runtime.placement import Binding, bind_to_gpu
 
 CLI_MODULE = "avatarstream.cli.main"
@@ -33,6 +43,7 @@ class RankInfo:
     local_rank: int = 0
     world_size: int = 1
     binding: Binding | None = None
+    layout: ParallelLayout = ParallelLayout()
 
     @property
     def publishes(self) -> bool:
@@ -57,28 +68,46 @@ def torchrun_command(nproc: int, argv: Sequence[str], module: str = CLI_MODULE) 
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", "-m", "--", module, *argv]
 
 
-def relaunch(nproc: int, argv: Sequence[str]) -> None:
-    """Replace this process with torchrun running the same command when ``nproc > 1``; otherwise return.
+def relaunch(nproc: int, argv: Sequence[str], parallel: str | None = None) -> None:
+    """Run the same command in ``nproc`` torchrun workers and exit with rank 0's status when ``nproc > 1``; otherwise return.
 
     Inside a torchrun worker it returns too, so the same command line works for both.
+    ``parallel`` (``--parallel``) is checked against ``nproc`` here, before any worker starts.
     """
     if nproc < 1:
         raise InputError(f"--nproc must be 1 or more, got {nproc}")
     if nproc == 1 or under_torchrun():
+        parse_parallel(parallel, int(os.environ.get("WORLD_SIZE", nproc)))
         return
+    parse_parallel(parallel, nproc)
     if torch.cuda.is_available() and nproc > torch.cuda.device_count():
         raise InputError(f"--nproc {nproc} asks for more processes than the {torch.cuda.device_count()} visible GPUs")
-    command = torchrun_command(nproc, argv)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(command[0], command)
+    sys.exit(_launch(torchrun_command(nproc, argv)[3:]))
 
 
-def init_rank(device: torch.device) -> tuple[RankInfo, torch.device]:
-    """Set this process up for its rank; returns the rank and the device it must use.
+def _launch(torchrun_args: list[str]) -> int:
+    """torchrun in this process; rank 0's exit status (the workers' messages are their own, the launcher's report is not shown)."""
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import parse_args, run
+
+    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    try:
+        run(parse_args(torchrun_args))
+    except ChildFailedError as failed:
+        codes = {rank: failure.exitcode for rank, failure in failed.failures.items()}
+        return codes.get(0) or next(iter(codes.values())) or 1
+    return 0
+
+
+def init_rank(device: torch.device, parallel: str | None = None, collective_timeout_s: float | None = None) -> tuple[RankInfo, torch.device]:
+    """Set this process up for its rank and its ``--parallel`` layout; returns the rank and the device it must use.
 
     Without torchrun (or with one process) nothing changes except that a GPU
-    process is still bound to its GPU's NUMA node.
+    process is still bound to its GPU's NUMA node. ``collective_timeout_s``
+    bounds one collective (torch's default otherwise); ranks waiting for a
+    live session's audio are never inside one.
     """
     env = os.environ
     world = int(env.get("WORLD_SIZE", "1")) if under_torchrun() else 1
@@ -93,12 +122,26 @@ def init_rank(device: torch.device) -> tuple[RankInfo, torch.device]:
         torch.cuda.set_device(index)
         binding = bind_to_gpu(index)
     if world == 1:
+        parse_parallel(parallel, 1)  # a layout of one process is no layout; more is an error that says so
         return RankInfo(binding=binding), device
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", device_id=device if device.type == "cuda" else None)
-    return RankInfo(dist.get_rank(), local_rank, world, binding), device
+    layout = parse_parallel(parallel, world)
+    timeout = {} if collective_timeout_s is None else {"timeout": timedelta(seconds=collective_timeout_s)}
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", device_id=device if device.type == "cuda" else None, **timeout)
+    rank = dist.get_rank()
+    readers = layout.generating_ranks - 1 if layout.splits else world - 1  # the decode rank reads no audio
+    parallel_groups.join(layout, ControlChannel.from_environment(rank, world, readers))
+    return RankInfo(rank, local_rank, world, binding, layout), device
 
 
 def finish(info: RankInfo) -> None:
-    """Leave the process group (end of a distributed run)."""
-    if info.distributed and dist.is_initialized():
+    """End this rank's part: rank 0 releases the followers and tells them its outputs are final; everyone leaves the group."""
+    if not info.distributed:
+        return
+    control = parallel_groups.current().control
+    if control is not None and info.publishes:
+        if dist.is_initialized():
+            control.shutdown()
+        control.finished()
+    if dist.is_initialized():
         dist.destroy_process_group()
+    parallel_groups.leave()

@@ -29,6 +29,8 @@ import torch
 from avatarstream.errors import InputError
 from avatarstream.pipeline.module import Module
 from avatarstream.runtime.device_ops import device_ops
+from avatarstream.runtime.parallel import groups as parallel_groups
+from avatarstream.runtime.parallel.guidance import GuidanceSplit
 from avatarstream.runtime.policies import DEFAULT_KEY, PolicySpec
 from avatarstream.runtime.policy import Residency
 from avatarstream.runtime.sharding import is_sharded
@@ -37,6 +39,7 @@ from avatarstream.runtime.switches import switch_timer
 
 _owners: weakref.WeakKeyDictionary[torch.nn.Module, Runtime] = weakref.WeakKeyDictionary()  # network -> its runtime
 _owners_lock = threading.Lock()
+_split_networks: weakref.WeakSet[torch.nn.Module] = weakref.WeakSet()  # networks a sequence-parallel split has hooked for good
 
 
 class _Lane(threading.local):
@@ -75,6 +78,7 @@ class Runtime:
         self._chunk_peak_weight_bytes = 0
         self._peak_device_bytes: int | None = None
         self._chunk_peak_device_bytes: int | None = None
+        self.parallel = parallel_groups.current()  # how this process shares the session with others (one process: not at all)
 
     # -- policies -------------------------------------------------------------------------------
 
@@ -85,8 +89,23 @@ class Runtime:
         unknown = sorted(set(self._specs) - names)
         if unknown:
             raise InputError(f"residency config names {unknown}, which this model does not have; its modules are: {', '.join(sorted(names))}")
+        self._split(modules)
         for module in modules:
             self.residency(module)
+
+    def _split(self, modules: list[Module]) -> None:
+        """Apply the parallel layout: split the sequence-parallel networks, share the guided modules' predictions."""
+        groups, layout = self.parallel, self.parallel.layout
+        if layout.sp > 1 and not any(m.sequence_parallel for m in modules):
+            raise InputError(f"--parallel sp={layout.sp}: this model has no network that splits its sequence; use sp=1")
+        if layout.cfg > 1 and not any(m.guided for m in modules):
+            raise InputError(f"--parallel cfg={layout.cfg}: this model makes one prediction per step (no guidance), so there is nothing to split; use sp")
+        for module in modules:
+            if groups.sp_group is not None and module.sequence_parallel is not None and module.network not in _split_networks:
+                module.sequence_parallel(module.network, groups.sp_group)
+                _split_networks.add(module.network)
+            if groups.cfg_group is not None and module.guided:
+                module.predictions = GuidanceSplit(groups.cfg_group)
 
     def residency(self, module: Module) -> Residency:
         """The module's policy instance (created on first sight, taking the module over from any earlier runtime)."""

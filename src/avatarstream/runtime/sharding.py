@@ -9,8 +9,9 @@ that dtype (``MixedPrecisionPolicy``; outputs stay float32). On a CPU build
 the mesh is a gloo mesh and the shards always live in plain host memory
 (``CPUOffloadPolicy(pin_memory=False)``).
 
-Every rank must run the same forwards in the same order (they do: every rank
-runs the whole pipeline and rank 0 publishes).
+Every rank of the shard group must run the same forwards in the same order:
+without ``--parallel`` that is every rank (each runs the whole pipeline, rank 0
+publishes); with a layout it is the sequence-parallel group.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from torch import nn
 from avatarstream.errors import InputError
 from avatarstream.pipeline.module import Module
 from avatarstream.runtime.device_ops import DeviceOps
+from avatarstream.runtime.parallel import groups as parallel_groups
 from avatarstream.runtime.policy import Residency
 from avatarstream.runtime.streamed import blocks_of
 
@@ -42,14 +44,20 @@ def is_sharded(network: nn.Module) -> bool:
 
 
 def shard_network(
-    network: nn.Module, device: torch.device, *, offload: bool = False, pin_memory: bool = False, param_dtype: torch.dtype | None = None
+    network: nn.Module,
+    device: torch.device,
+    *,
+    offload: bool = False,
+    pin_memory: bool = False,
+    param_dtype: torch.dtype | None = None,
+    group: dist.ProcessGroup | None = None,
 ) -> list[nn.Module]:
     """Apply FSDP2 per block of ``network.blocks`` and at the root; returns the FSDP units in forward order.
 
-    Needs an initialized process group.
+    Shards over ``group`` (default: every process). Needs an initialized process group.
     """
     # imported here: FSDP costs ~0.6 s of import time that runs without sharding never pay
-    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.device_mesh import DeviceMesh
     from torch.distributed.fsdp import (
         CPUOffloadPolicy,
         MixedPrecisionPolicy,
@@ -60,7 +68,7 @@ def shard_network(
     blocks = blocks_of(network)
     if blocks is None:
         raise InputError("a network sharded per block needs 'blocks' (an nn.ModuleList)")
-    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+    mesh = DeviceMesh.from_group(group if group is not None else dist.group.WORLD, device.type)
     settings: dict[str, Any] = {
         "mesh": mesh,
         "reshard_after_forward": True,
@@ -108,7 +116,8 @@ class Sharded(Residency):
             raise InputError(f"module {module.name!r} cannot be sharded per block: it has no 'blocks' (an nn.ModuleList)")
         self.offload = offload or ops.device.type == "cpu"
         if not is_sharded(network):  # one taken over from an earlier runtime keeps the sharding it has
-            shard_network(network, ops.device, offload=self.offload, pin_memory=ops.pins_memory, param_dtype=param_dtype)
+            group = parallel_groups.current().shard_group  # inside the sequence-parallel group when a layout splits the session
+            shard_network(network, ops.device, offload=self.offload, pin_memory=ops.pins_memory, param_dtype=param_dtype, group=group)
         from torch.distributed.fsdp import FSDPModule  # already imported by shard_network (now or for an earlier runtime)
 
         assert isinstance(network, FSDPModule), "fully_shard turns the network into an FSDPModule"

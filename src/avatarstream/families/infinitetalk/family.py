@@ -19,11 +19,13 @@ import torch
 from avatarstream.errors import InputError
 from avatarstream.families.infinitetalk.layout import resolve
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
+from avatarstream.families.infinitetalk.sequence_parallel import split_dit
 from avatarstream.families.infinitetalk.presets import NEGATIVE_PROMPT, PRESETS, Preset, check_geometry, check_size
 from avatarstream.families.options import GenerationOptions
 from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE
 from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
 from avatarstream.models.infinitetalk.sampler import Guidance, timesteps
+from avatarstream.runtime.parallel.guidance import check_guidance_split
 from avatarstream.pipeline.chunks import ChunkPlan, FrameLayout
 from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.pipeline import Pipeline
@@ -108,7 +110,11 @@ class InfiniteTalkFamily:
         except ValueError as exc:
             raise InputError(f"invalid sampler setting: {exc}") from exc
         width, height = settings.size
+        guidance = Guidance(settings.text_guidance, settings.audio_guidance)
+        runtime = Runtime(device, residency)
+        check_guidance_split(len(guidance.predictions), runtime.parallel.layout.cfg)
         m, n = self.modules, self.networks
+        m["dit"].split_as(split_dit, guided=True)  # what --parallel sp=S and cfg=C split
         assert n.text_encoder is not None and n.image_encoder is not None  # from_networks requires both
         latent_shape = (n.vae.config["z_dim"], height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE)
         window_video = FRAMES.window_video_range(0, own + motion)
@@ -118,13 +124,10 @@ class InfiniteTalkFamily:
             WanAudioContextStage(
                 m["audio_encoder"], FRAMES, latent_shape, fps=self.fps, window_s=settings.audio_window_s, lookahead_frames=settings.audio_lookahead
             ),
-            WanAudioToVideoStage(
-                m["dit"], m["vae"], FRAMES, schedule, Guidance(settings.text_guidance, settings.audio_guidance), reencode=settings.motion == "reencode"
-            ),
+            WanAudioToVideoStage(m["dit"], m["vae"], FRAMES, schedule, guidance, reencode=settings.motion == "reencode"),
             WanDecodeStage(m["vae"]),
         ]
         plan = ChunkPlan(own, interp, motion, first_cond=1)
-        runtime = Runtime(device, residency)
         return Pipeline(stages, plan, runtime, fps=self.fps, model_sample_rate=SAMPLE_RATE, overlap=overlap, read_ahead=read_ahead, frames=FRAMES)
 
     def reference(self, path: Path | None, avatar: int | None) -> np.ndarray:

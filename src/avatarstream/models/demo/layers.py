@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -25,6 +27,15 @@ def _attend(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
     return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).flatten(2)
 
 
+def dense_attention(q: Tensor, k: Tensor, v: Tensor, memory_keys: int = 0) -> Tensor:
+    """[B, heads, N, d] attention over every key (the first ``memory_keys`` are memory tokens; here they are keys like the rest)."""
+    return F.scaled_dot_product_attention(q, k, v)
+
+
+Attend = Callable[[Tensor, Tensor, Tensor, int], Tensor]
+"""(q, k, v [B, heads, N, d], memory keys in front) -> [B, heads, Nq, d]: how a self-attention attends (a runtime may split it)."""
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention with QK RMS-norm (keeps logits tame) and optional RoPE.
 
@@ -39,6 +50,7 @@ class SelfAttention(nn.Module):
         self.q_norm = nn.RMSNorm(dim, eps=1e-6)
         self.k_norm = nn.RMSNorm(dim, eps=1e-6)
         self.out = nn.Linear(dim, dim)
+        self.attend: Attend = dense_attention
 
     def forward(self, x: Tensor, rope: Rope | None = None, memory: Tensor | None = None) -> Tensor:
         """x [B, N, D]; memory [B, M, D] or None; rope covers the M memory then the N tokens."""
@@ -47,7 +59,7 @@ class SelfAttention(nn.Module):
         start = seq.shape[1] - x.shape[1]
         q = _heads(self.q_norm(q[:, start:]), self.heads, None if rope is None else rope[start:])
         k = _heads(self.k_norm(k), self.heads, rope)
-        return self.out(_attend(q, k, _heads(v, self.heads, None)))
+        return self.out(self.attend(q, k, _heads(v, self.heads, None), start).transpose(1, 2).flatten(2))
 
 
 class CrossAttention(nn.Module):

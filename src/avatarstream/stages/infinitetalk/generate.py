@@ -81,7 +81,11 @@ class WanAudioToVideoStage(Stage):
         cond = ChunkConditions(y, ctx["clip_features"], ctx["text_context"], ctx["text_context_null"], ctx["audio_windows"].to(device, dtype))
         noise = ctx["noise"].to(device).float()
         predictor = DiTPredictor(self.dit.network_as(InfiniteTalkDiT), cond, batched=self.batched)
-        ctx["latents"] = sample(predictor, noise, motion.float().to(device), self.schedule.to(device), self.guidance, positions=chunk.cond_positions)
+
+        def predict(latent: torch.Tensor, t: torch.Tensor, conditions: tuple[tuple[bool, bool], ...]) -> list[torch.Tensor]:
+            return self.dit.predictions(conditions, lambda mine: predictor(latent, t, mine))  # all here, or shared by a guidance group
+
+        ctx["latents"] = sample(predict, noise, motion.float().to(device), self.schedule.to(device), self.guidance, positions=chunk.cond_positions)
         self.batched = predictor.batched
 
     def _interpolation_y(self, ctx: StageContext, chunk: Chunk, anchors: torch.Tensor) -> torch.Tensor:

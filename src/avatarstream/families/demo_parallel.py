@@ -1,0 +1,42 @@
+"""How the demo family's A2V DiT splits over a sequence-parallel group (the runtime calls ``split_a2v``).
+
+Each rank runs the blocks on its frames' video tokens; the reference tokens
+(keys and values of every self-attention, never updated) stay whole on every
+rank. The RoPE table holds the reference rows then the video rows: a rank
+keeps the former and its own part of the latter. Frame-local audio tokens
+are cut to the rank's frames; the output head's tokens are gathered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from avatarstream.models.demo import A2VDiT
+from avatarstream.runtime.parallel.ulysses import FrameShards, SequenceSplit, check_heads
+
+
+def split_a2v(network: nn.Module, group: dist.ProcessGroup) -> None:
+    assert isinstance(network, A2VDiT), "the demo family splits its A2V DiT"
+    heads = network.blocks[0].attn.heads
+    check_heads(heads, dist.get_world_size(group), "the demo A2V DiT")
+    patch = network.patch_size
+
+    def measure(args: tuple[Any, ...]) -> tuple[int, int]:
+        x = args[0]
+        return x.shape[2], (x.shape[3] // patch) * (x.shape[4] // patch)
+
+    def localize(shards: FrameShards, args: tuple[Any, ...], kwargs: dict[str, Any], first: bool) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        video, emb, rope, context = args
+        if first:
+            video = video[:, shards.local_tokens]
+        memory_rows = rope.shape[0] - shards.frames * shards.tokens_per_frame
+        rope = torch.cat([rope[:memory_rows], rope[memory_rows:][shards.local_tokens]])
+        return (video, emb, rope, context), {**kwargs, "frame_context": kwargs["frame_context"][:, shards.local_frames]}
+
+    split = SequenceSplit(group, network, list(network.blocks), network.head, measure, localize)
+    for block in network.blocks:
+        block.attn.attend = split.attention

@@ -1,0 +1,96 @@
+"""The process groups of a layout, made once per process after the default group is up.
+
+Generating ranks are numbered ``cfg_index * sp + sp_index``; the decode rank,
+when there is one, is the last. Every rank creates every group (torch
+requires it) in one fixed order. ``current()`` is what the runtime of each
+pipeline built in this process uses; a process that never joined a group
+gets the one-process layout, in which every split is a no-op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch.distributed as dist
+
+from avatarstream.runtime.parallel.control import ControlChannel
+from avatarstream.runtime.parallel.layout import ParallelLayout
+
+Role = Literal["lead", "follow", "decode"]
+
+
+@dataclass
+class ParallelGroups:
+    layout: ParallelLayout
+    rank: int = 0
+    world: int = 1
+    sp_group: dist.ProcessGroup | None = None  # this rank's sequence-parallel group (sp > 1, generating ranks)
+    cfg_group: dist.ProcessGroup | None = None  # this rank's guidance group: the ranks at the same sp position (cfg > 1)
+    shard_group: dist.ProcessGroup | None = None  # what FSDP2 shards over: the sp group, or every rank without a layout
+    to_decoder: dist.ProcessGroup | None = None  # lead -> decode rank: latents
+    from_decoder: dist.ProcessGroup | None = None  # decode rank -> lead: frames (its own group: sends and receives run on two threads)
+    control: ControlChannel | None = None
+
+    @property
+    def distributed(self) -> bool:
+        return self.world > 1
+
+    @property
+    def role(self) -> Role:
+        if self.rank == 0:
+            return "lead"
+        return "decode" if self.rank == self.layout.decode_rank else "follow"
+
+    @property
+    def sp_rank(self) -> int:
+        return self.rank % self.layout.sp
+
+    @property
+    def cfg_rank(self) -> int:
+        return self.rank // self.layout.sp
+
+    def describe(self) -> dict[str, object]:
+        """For the report."""
+        return {"layout": self.layout.text(), "processes": self.world}
+
+
+_current = ParallelGroups(ParallelLayout())
+
+
+def current() -> ParallelGroups:
+    return _current
+
+
+def join(layout: ParallelLayout, control: ControlChannel) -> ParallelGroups:
+    """Make this process's groups for ``layout`` (the default group must be up) and make them ``current()``."""
+    global _current
+    rank, world = dist.get_rank(), dist.get_world_size()
+    sp, cfg = layout.sp, layout.cfg
+    groups = ParallelGroups(layout, rank, world, control=control)
+    generating = range(layout.generating_ranks)
+    if layout.splits:
+        for c in range(cfg):  # sp groups: one per guidance index
+            ranks = [c * sp + s for s in range(sp)]
+            group = dist.new_group(ranks)
+            if rank in ranks:
+                groups.sp_group = group if sp > 1 else None
+                groups.shard_group = group
+        for s in range(sp):  # cfg groups: one per sp position
+            group = dist.new_group([c * sp + s for c in range(cfg)])
+            if rank in generating and rank % sp == s and cfg > 1:
+                groups.cfg_group = group
+        if layout.decode_rank is not None:
+            pair = [0, layout.decode_rank]
+            groups.to_decoder, groups.from_decoder = dist.new_group(pair), dist.new_group(pair)
+            if rank == layout.decode_rank:
+                groups.shard_group = dist.new_group([rank], use_local_synchronization=True)
+    else:
+        groups.shard_group = dist.group.WORLD
+    _current = groups
+    return groups
+
+
+def leave() -> None:
+    global _current
+    _current = ParallelGroups(ParallelLayout())

@@ -1,0 +1,75 @@
+"""``--parallel sp=S,cfg=C[,decode]``: how the processes of one session split its work.
+
+``sp`` ranks split each DiT forward's tokens (Ulysses), ``cfg`` ranks split a
+step's guidance predictions, and ``decode`` adds one rank that runs the final
+stages (super-resolution, VAE decode) of chunk k while the others generate
+chunk k+1. The processes are ``sp * cfg`` (+1 with ``decode``). Without
+``--parallel`` every process computes everything, which is what FSDP2
+sharding alone needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from avatarstream.errors import InputError
+
+KEYS = ("sp", "cfg", "decode")
+EXAMPLE = "sp=2,cfg=2 or sp=4,decode"
+
+
+@dataclass(frozen=True)
+class ParallelLayout:
+    sp: int = 1
+    cfg: int = 1
+    decode: bool = False
+
+    @property
+    def generating_ranks(self) -> int:
+        return self.sp * self.cfg
+
+    @property
+    def processes(self) -> int:
+        return self.generating_ranks + int(self.decode)
+
+    @property
+    def splits(self) -> bool:
+        """Whether the layout divides work at all (otherwise every rank runs the whole pipeline)."""
+        return self.processes > 1
+
+    @property
+    def decode_rank(self) -> int | None:
+        return self.generating_ranks if self.decode else None
+
+    def text(self) -> str:
+        return ",".join([f"sp={self.sp}", f"cfg={self.cfg}", *(["decode"] if self.decode else [])])
+
+
+def parse_parallel(text: str | None, nproc: int) -> ParallelLayout:
+    """The layout of ``--parallel`` for ``nproc`` processes; none given: every rank computes everything (FSDP2 replicas)."""
+    if not text:
+        return ParallelLayout()
+    values: dict[str, int] = {}
+    decode = False
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, eq, value = part.partition("=")
+        if key == "decode" and not eq:
+            decode = True
+            continue
+        if key not in KEYS or key == "decode" or not eq:
+            raise InputError(f"--parallel: unknown part {part!r}; use sp=S, cfg=C and decode, joined by commas (e.g. {EXAMPLE})")
+        try:
+            number = int(value)
+        except ValueError:
+            raise InputError(f"--parallel: {key} must be a whole number, got {value!r}") from None
+        if number < 1:
+            raise InputError(f"--parallel: {key} must be 1 or more, got {number}")
+        values[key] = number
+    layout = ParallelLayout(values.get("sp", 1), values.get("cfg", 1), decode)
+    if layout.processes != nproc:
+        extra = " + 1 decode rank" if decode else ""
+        raise InputError(
+            f"--parallel {text} needs {layout.processes} processes (sp {layout.sp} x cfg {layout.cfg}{extra}), but --nproc is {nproc}; "
+            f"make them agree (e.g. --nproc {layout.processes})"
+        )
+    return layout

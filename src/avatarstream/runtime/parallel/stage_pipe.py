@@ -1,0 +1,141 @@
+"""The stage pipeline: the final stages of chunk k on a decode rank of their own while chunk k+1 generates.
+
+The lead announces each stretch of final latents in the store (host-side,
+so an idle decode rank never sits in a receive), sends the latents point to
+point, and a receiving thread collects the frames coming back, in order. At
+most ``max_pending`` stretches are in flight (two: one decoding, one on its
+way), so memory stays bounded. Frames come back to the lead, which publishes
+them with the audio it holds; encoding was already off the generating thread
+(the publisher's own).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from avatarstream.runtime.parallel.control import ControlChannel, pack, unpack
+
+DTYPES = {str(t): t for t in (torch.float32, torch.bfloat16, torch.float16)}
+HEADER = 4  # frames, height, width, channels
+MAX_STAGES = 8  # timings sent back per stretch (the family's final stages; -1 marks unused slots)
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """Final latents on their way to the decode rank, and the chunk they came from."""
+
+    latents: torch.Tensor
+    frames_range: tuple[int, int]
+    chunk: tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Decoded:
+    frames: np.ndarray
+    stage_seconds: list[float]
+
+
+class RemoteWork(Protocol):
+    """A stretch to finish elsewhere and what to make of the frames that come back."""
+
+    @property
+    def stretch(self) -> Stretch: ...
+
+    def complete(self, decoded: Decoded) -> Any: ...
+
+
+def _key(run: int, index: int) -> str:
+    return f"run/{run}/stretch/{index}"
+
+
+def _wire_device(group: dist.ProcessGroup, device: torch.device) -> torch.device:
+    """NCCL moves device tensors, gloo host ones."""
+    return device if dist.get_backend(group) == "nccl" else torch.device("cpu")
+
+
+class RemoteFinalizer:
+    """The lead's side: ``submit`` a stretch and its local completion, read results in order (like ``FinalizeWorker``)."""
+
+    def __init__(self, control: ControlChannel, run: int, to_decoder: dist.ProcessGroup, from_decoder: dist.ProcessGroup, decoder: int,
+                 device: torch.device, max_pending: int = 2) -> None:  # fmt: skip
+        self.control, self.run, self.decoder = control, run, decoder
+        self.to_decoder, self.from_decoder = to_decoder, from_decoder
+        self.device = _wire_device(to_decoder, device)
+        self.max_pending = max_pending
+        self._sent = 0
+        self._receiver = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avatarstream-from-decoder")
+        self._pending: deque[tuple[Future[Any], Callable[[Decoded], Any], Any]] = deque()
+
+    def submit(self, work: RemoteWork) -> None:
+        stretch = work.stretch
+        latents = stretch.latents.to(self.device).contiguous()
+        header = {"start": stretch.frames_range[0], "end": stretch.frames_range[1], "chunk": list(stretch.chunk), "dtype": str(latents.dtype),
+                  "shape": list(latents.shape)}  # fmt: skip
+        self.control.store.set(_key(self.run, self._sent), pack({"stretch": header}))
+        self._sent += 1
+        sending = dist.isend(latents, self.decoder, group=self.to_decoder)
+        self._pending.append((self._receiver.submit(self._receive), work.complete, (sending, latents)))
+
+    def _receive(self) -> Decoded:
+        header = torch.empty(HEADER, dtype=torch.int64, device=self.device)
+        dist.recv(header, self.decoder, group=self.from_decoder)
+        frames = torch.empty(tuple(header.tolist()), dtype=torch.uint8, device=self.device)
+        dist.recv(frames, self.decoder, group=self.from_decoder)
+        seconds = torch.empty(MAX_STAGES, dtype=torch.float64, device=self.device)
+        dist.recv(seconds, self.decoder, group=self.from_decoder)
+        return Decoded(frames.cpu().numpy(), [s for s in seconds.tolist() if s >= 0])
+
+    def _result(self) -> Any:
+        future, complete, (sending, _latents) = self._pending.popleft()
+        decoded = future.result()
+        sending.wait()
+        return complete(decoded)
+
+    def ready(self, *, block: bool = False) -> Iterator[Any]:
+        while self._pending and (self._pending[0][0].done() or (block and len(self._pending) > self.max_pending)):
+            yield self._result()
+
+    def drain(self) -> Iterator[Any]:
+        while self._pending:
+            yield self._result()
+
+    def close(self) -> None:
+        """Tell the decode rank the run is over; results not read are dropped."""
+        self.control.store.set(_key(self.run, self._sent), pack({"end": True}))
+        with contextlib.suppress(Exception):
+            self._receiver.shutdown(wait=True, cancel_futures=True)
+        self._pending.clear()
+
+
+
+def receive_stretches(control: ControlChannel, run: int, to_decoder: dist.ProcessGroup, device: torch.device) -> Iterator[Stretch]:
+    """The decode rank's side: every stretch of a run, in order, until the lead closes it."""
+    wire = _wire_device(to_decoder, device)
+    index = 0
+    while True:
+        header, _ = unpack(control.take(_key(run, index), readers=1))
+        if header.get("end"):
+            return
+        spec: dict[str, Any] = header["stretch"]  # type: ignore[assignment]
+        latents = torch.empty(spec["shape"], dtype=DTYPES[spec["dtype"]], device=wire)
+        dist.recv(latents, 0, group=to_decoder)
+        yield Stretch(latents.to(device), (int(spec["start"]), int(spec["end"])), (str(spec["chunk"][0]), int(spec["chunk"][1])))
+        index += 1
+
+
+def send_decoded(decoded: Decoded, from_decoder: dist.ProcessGroup, device: torch.device) -> None:
+    wire = _wire_device(from_decoder, device)
+    frames = torch.from_numpy(np.ascontiguousarray(decoded.frames)).to(wire)
+    dist.send(torch.tensor(list(frames.shape), dtype=torch.int64, device=wire), 0, group=from_decoder)
+    dist.send(frames, 0, group=from_decoder)
+    seconds = (decoded.stage_seconds + [-1.0] * MAX_STAGES)[:MAX_STAGES]
+    dist.send(torch.tensor(seconds, dtype=torch.float64, device=wire), 0, group=from_decoder)

@@ -1,0 +1,91 @@
+"""What the parallel tests run, in one process (the reference) and under torchrun (``parallel_worker.py``).
+
+Two families at test size: demo-tiny with more blocks and four heads (so sp=4
+splits its heads), and the tiny InfiniteTalk checkpoint with text and audio
+guidance on (three predictions per step, for cfg). Each case gives one forward
+of its DiT (a step's guided velocity for InfiniteTalk, through the module's
+``predictions`` like the stage) and a short render.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import torch
+from helpers import RATE, REFERENCE, deep_config, speech
+
+from avatarstream.families import load_family
+from avatarstream.families.base import Family
+from avatarstream.families.demo import DemoFamily
+from avatarstream.families.options import GenerationOptions
+from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT
+from avatarstream.models.infinitetalk.predict import ChunkConditions, DiTPredictor
+from avatarstream.models.infinitetalk.sampler import Guidance
+from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.sources.pcm import PcmBlock
+
+SECONDS = 1.5
+IT_OPTIONS = GenerationOptions(preset="flashtalk", size=(64, 48), steps=2, text_guidance=5.0, audio_guidance=4.0)
+IT_GUIDANCE = Guidance(5.0, 4.0)
+
+
+def demo_family() -> DemoFamily:
+    cfg = deep_config()
+    cfg = dataclasses.replace(cfg, dit=dataclasses.replace(cfg.dit, heads=4))
+    return DemoFamily.random(cfg, seed=3)
+
+
+def family(name: str, weights: Path | None) -> Family:
+    return demo_family() if name == "demo" else load_family("infinitetalk", weights)
+
+
+def pipeline(fam: Family) -> Pipeline:
+    options = GenerationOptions(chunk_frames=6, interp_frames=2) if fam.name == "demo" else IT_OPTIONS
+    built = fam.build(torch.device("cpu"), options)
+    built.prepare()
+    return built
+
+
+def forward(fam: Family) -> torch.Tensor:
+    """One forward of the family's DiT on fixed inputs (InfiniteTalk: the guided velocity of one step)."""
+    g = torch.Generator().manual_seed(5)
+    with torch.inference_mode():
+        if isinstance(fam, DemoFamily):
+            cfg = fam.config
+            c, frames, size = cfg.vae.latent_channels, 5, cfg.base_latent_size
+            tokens = (size // cfg.dit.patch_size) ** 2
+            inputs = (
+                torch.randn(1, c, frames, size, size, generator=g),
+                torch.randn(1, c, frames, size, size, generator=g),
+                torch.tensor([[1.0, 1.0, 0.0, 0.0, 0.0]]),
+                torch.tensor([0.6]),
+                torch.randn(1, frames, cfg.audio.tokens_per_frame, cfg.audio.dim, generator=g),
+                torch.randn(1, 5, cfg.text.dim, generator=g),
+                torch.randn(1, cfg.reference.global_tokens + tokens, cfg.dit.dim, generator=g),
+            )
+            return fam.modules["a2v_dit"].network(*inputs)
+        module = fam.modules["dit"]
+        dit = module.network_as(InfiniteTalkDiT).config
+        frames = 9
+        cond = ChunkConditions(
+            torch.randn(1, dit.in_dim - dit.out_dim, frames, 6, 8, generator=g),
+            torch.randn(1, 257, dit.clip_dim, generator=g),
+            torch.randn(1, 7, dit.text_dim, generator=g),
+            torch.randn(1, 4, dit.text_dim, generator=g),
+            torch.randn(1, 1 + 4 * (frames - 1), 5, 2, 32, generator=g),  # the tiny wav2vec2's 2 hidden layers of 32
+        )
+        predictor = DiTPredictor(module.network_as(InfiniteTalkDiT), cond)
+        latent = torch.randn(1, dit.out_dim, frames, 6, 8, generator=g)
+        t = torch.tensor([700.0])
+        return IT_GUIDANCE.combine(module.predictions(IT_GUIDANCE.predictions, lambda mine: predictor(latent, t, mine)))
+
+
+def audio() -> list[PcmBlock]:
+    samples = speech(SECONDS)
+    return [PcmBlock(samples[:, i : i + RATE // 5], RATE) for i in range(0, samples.shape[1], RATE // 5)]  # live-sized blocks
+
+
+def render(fam: Family, built: Pipeline) -> np.ndarray:
+    return np.concatenate([c.frames for c in built.stream(audio(), fam.reference(None, None) if fam.name != "demo" else REFERENCE, seed=2)])

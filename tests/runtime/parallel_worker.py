@@ -1,0 +1,74 @@
+"""Run by test_parallel.py under torchrun (gloo): each layout's forward on every rank and rank 0's render, to files.
+
+Usage: PYTHONPATH=tests/runtime torchrun --standalone --nproc-per-node N -m -- parallel_worker OUT_DIR WEIGHTS CASE...
+where CASE is FAMILY:LAYOUT (demo:sp=2, infinitetalk:sp=2+cfg=2; '+' stands for ',').
+One process group serves every case; each case makes the groups of its layout.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from parallel_cases import family, forward, pipeline, render
+from safetensors.torch import save_file
+
+from avatarstream.pipeline import pipeline as pipeline_module
+from avatarstream.runtime.launch import finish, init_rank
+from avatarstream.runtime.parallel import groups
+from avatarstream.runtime.parallel.layout import parse_parallel
+
+ALL_TO_ALL = 0
+DECODED = 0
+
+
+def _counting_all_to_all(real):  # type: ignore[no-untyped-def]
+    def count(*args, **kwargs):  # type: ignore[no-untyped-def]
+        global ALL_TO_ALL
+        ALL_TO_ALL += 1
+        return real(*args, **kwargs)
+
+    return count
+
+
+def _counting_send(real):  # type: ignore[no-untyped-def]
+    def count(*args, **kwargs):  # type: ignore[no-untyped-def]
+        global DECODED
+        DECODED += 1
+        return real(*args, **kwargs)
+
+    return count
+
+
+def main(out: Path, weights: Path, cases: list[str]) -> None:
+    dist.all_to_all_single = _counting_all_to_all(dist.all_to_all_single)  # the test checks the split really ran
+    pipeline_module.send_decoded = _counting_send(pipeline_module.send_decoded)  # and that the decode rank decoded
+    first_layout = cases[0].split(":")[1].replace("+", ",")
+    info, _ = init_rank(torch.device("cpu"), first_layout)
+    torch.set_num_threads(1)
+    for index, case in enumerate(cases):
+        name, layout = case.split(":")
+        layout = layout.replace("+", ",")
+        if index:
+            groups.join(parse_parallel(layout, info.world_size), groups.current().control)  # type: ignore[arg-type]
+        role = groups.current().role
+        fam = family(name, weights)
+        built = pipeline(fam)
+        before, decoded = ALL_TO_ALL, DECODED
+        if role != "decode":
+            save_file({"forward": forward(fam).contiguous()}, str(out / f"{case}.rank{info.rank}.safetensors"))
+        if role == "lead":
+            np.save(out / f"{case}.frames.npy", render(fam, built))
+            groups.current().control.shutdown()  # type: ignore[union-attr]
+        else:
+            built.follow()
+        (out / f"{case}.rank{info.rank}.all_to_all").write_text(str(ALL_TO_ALL - before))
+        (out / f"{case}.rank{info.rank}.decoded").write_text(str(DECODED - decoded))
+    finish(info)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:])
