@@ -7,6 +7,7 @@ Under ``torchrun`` every rank calls it and only rank 0 writes outputs.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
@@ -32,6 +33,8 @@ from avatarstream.publish.sink import Sink, SinkReport
 from avatarstream.runtime.cpu_threads import cpu_report, set_threads
 from avatarstream.runtime.devices import resolve_device
 from avatarstream.runtime.launch import RankInfo, finish, init_rank
+from avatarstream.runtime.parallel import groups as parallel_groups
+from avatarstream.runtime.parallel.guard import stops_every_rank
 from avatarstream.runtime.policies import parse_residency
 from avatarstream.sources.audio_file import AudioFileSource, open_audio_file
 from avatarstream.sources.bundled import DEFAULT_SPEECH
@@ -116,9 +119,10 @@ def render(
     try:
         rank, run_device = init_rank(resolve_device(str(device)), parallel)
         try:
-            return _render(source, reference, outputs, rank, run_device, avatar=avatar, prompt=prompt, model=model, weights=weights,
-                           folders=folders, dtype=dtype, options=options or GenerationOptions(), residency=residency, overlap=overlap, seed=seed,
-                           preset=preset, report=report, trace=trace, progress=progress)  # fmt: skip
+            with contextlib.nullcontext() if rank.publishes else stops_every_rank(parallel_groups.current()):  # a follower's failure reaches rank 0
+                return _render(source, reference, outputs, rank, run_device, avatar=avatar, prompt=prompt, model=model, weights=weights,
+                               folders=folders, dtype=dtype, options=options or GenerationOptions(), residency=residency, overlap=overlap, seed=seed,
+                               preset=preset, report=report, trace=trace, progress=progress)  # fmt: skip
         finally:
             finish(rank)
     finally:

@@ -43,14 +43,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what --nproc re-runs under torchrun
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    speaks = os.environ.get("RANK", "0") == "0"
     try:
         return int(args.run(args) or 0)
     except AvatarStreamError as exc:
-        if os.environ.get("RANK", "0") == "0":  # under torchrun rank 0 says it once, with the failing rank's words
-            print(f"error: {exc}", file=sys.stderr)
+        if not speaks:  # under torchrun rank 0 says it once, with the failing rank's words, and its status is the command's;
+            return 0  # a non-zero status here would make the launcher stop rank 0 before it has finalized its outputs
+        print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("interrupted: outputs written so far were finalized", file=sys.stderr)
+        if speaks:
+            print("interrupted: outputs written so far were finalized", file=sys.stderr)
         return 130
 
 

@@ -6,12 +6,20 @@ import argparse
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, generation_options, model_folders
-from avatarstream.cli.runtime_args import add_runtime_arguments
+from avatarstream.cli.runtime_args import add_parallel_argument, add_runtime_arguments
 from avatarstream.errors import InputError
 from avatarstream.output_paths import check_port
+from avatarstream.runtime.devices import resolve_device
+from avatarstream.runtime.launch import finish, init_rank, relaunch
+
+if TYPE_CHECKING:
+    import torch
+
+    from avatarstream.serve import ServeSettings
 
 TOKEN_ENV = "AVATARSTREAM_TOKEN"
 
@@ -32,7 +40,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000, help="port to bind")
     p.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token every API call must carry (default: ${TOKEN_ENV})")
     add_runtime_arguments(p)
-    p.add_argument("--max-sessions", type=int, default=4, help="sessions and batch jobs at once; one more gets 503 with Retry-After")
+    p.add_argument("--nproc", type=int, default=1, help="processes (one per GPU) under torchrun that run each session together; rank 0 serves HTTP")
+    add_parallel_argument(p)
+    p.add_argument(
+        "--max-sessions", type=int, help="sessions and batch jobs at once; one more gets 503 with Retry-After (default: 4; 1 with --nproc, which it must be)"
+    )
     p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds a live session may go without any client activity")
     p.add_argument("--max-upload-mb", type=float, default=50.0, help="largest request body or WebSocket message, in MiB")
     p.add_argument("--max-queued-audio", type=float, default=60.0, help="seconds of streamed speech a session queues before the socket waits")
@@ -46,10 +58,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from avatarstream.serve import ServeSettings, create_app
-    from avatarstream.serve.logs import configure_logging, event
+    from avatarstream.serve import ServeSettings
 
     if not 0 < args.max_upload_mb < 2**20:  # also refuses NaN, which round() below could not convert
         raise InputError(f"--max-upload-mb must be a number of MiB above 0 (and below 1 TiB), got {args.max_upload_mb}")
@@ -63,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         device=args.device,
         generation=generation_options(args),
-        max_sessions=args.max_sessions,
+        max_sessions=args.max_sessions if args.max_sessions is not None else (1 if args.nproc > 1 else 4),
         idle_timeout_s=args.idle_timeout,
         max_upload_bytes=round(args.max_upload_mb * 2**20),
         max_queued_audio_s=args.max_queued_audio,
@@ -72,12 +81,35 @@ def run(args: argparse.Namespace) -> int:
         preset=args.preset,
         threads=args.threads,
         work_dir=args.work_dir,
+        processes=args.nproc,
     )
     check_port(settings.host, settings.port, "--port", what="the API")  # before the model loads, not after
+    relaunch(args.nproc, args.argv, args.parallel)  # returns in a torchrun worker or when --nproc is 1
+    rank, device = init_rank(resolve_device(settings.device), args.parallel)
+    try:
+        if rank.publishes:
+            return _serve(args, settings, device)
+        from avatarstream.runtime.parallel import groups
+        from avatarstream.runtime.parallel.guard import stops_every_rank
+        from avatarstream.serve.app import load_pipeline
+
+        with stops_every_rank(groups.current()):  # a failure here (even loading) reaches rank 0
+            load_pipeline(settings, device)[1].follow()  # every session rank 0 serves, until it stops
+        return 0
+    finally:
+        finish(rank)
+
+
+def _serve(args: argparse.Namespace, settings: ServeSettings, device: torch.device) -> int:
+    import uvicorn
+
+    from avatarstream.serve import create_app
+    from avatarstream.serve.logs import configure_logging, event
+
     configure_logging(args.log_level)
     # uvicorn logs each WebSocket's URL (a session id, maybe a token) at info: keep its warnings only
     logging.getLogger("uvicorn.error").setLevel(max(logging.WARNING, logging.getLogger().level))
-    app = create_app(settings)
+    app = create_app(settings, device)
     host = f"[{args.host}]" if ":" in args.host else args.host
     event("listening", url=f"http://{host}:{args.port}/", docs=f"http://{host}:{args.port}/docs")
     print(f"avatarstream serve: open http://{host}:{args.port}/ (API docs at /docs)", flush=True)

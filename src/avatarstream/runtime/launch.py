@@ -33,6 +33,8 @@ from avatarstream.runtime.parallel.layout import ParallelLayout, parse_parallel
 from avatarstream.runtime.placement import Binding, bind_to_gpu
 
 CLI_MODULE = "avatarstream.cli.main"
+#: Seconds one collective may take before it fails (torch's default when unset; NCCL's watchdog follows it).
+COLLECTIVE_TIMEOUT_ENV = "AVATARSTREAM_COLLECTIVE_TIMEOUT_S"
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ def relaunch(nproc: int, argv: Sequence[str], parallel: str | None = None) -> No
 
 def _launch(torchrun_args: list[str]) -> int:
     """torchrun in this process; rank 0's exit status (the workers' messages are their own, the launcher's report is not shown)."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args, run
 
@@ -98,6 +101,8 @@ def _launch(torchrun_args: list[str]) -> int:
     except ChildFailedError as failed:
         codes = {rank: failure.exitcode for rank, failure in failed.failures.items()}
         return codes.get(0) or next(iter(codes.values())) or 1
+    except SignalException as stopped:  # Ctrl-C or SIGTERM: the launcher has passed it on to the workers and waited for them
+        return 128 + int(stopped.sigval)
     return 0
 
 
@@ -106,8 +111,8 @@ def init_rank(device: torch.device, parallel: str | None = None, collective_time
 
     Without torchrun (or with one process) nothing changes except that a GPU
     process is still bound to its GPU's NUMA node. ``collective_timeout_s``
-    bounds one collective (torch's default otherwise); ranks waiting for a
-    live session's audio are never inside one.
+    (default: ``$AVATARSTREAM_COLLECTIVE_TIMEOUT_S``, else torch's) bounds one
+    collective; ranks waiting for a session or its audio are never inside one.
     """
     env = os.environ
     world = int(env.get("WORLD_SIZE", "1")) if under_torchrun() else 1
@@ -125,6 +130,8 @@ def init_rank(device: torch.device, parallel: str | None = None, collective_time
         parse_parallel(parallel, 1)  # a layout of one process is no layout; more is an error that says so
         return RankInfo(binding=binding), device
     layout = parse_parallel(parallel, world)
+    if collective_timeout_s is None and env.get(COLLECTIVE_TIMEOUT_ENV):
+        collective_timeout_s = float(env[COLLECTIVE_TIMEOUT_ENV])
     timeout = {} if collective_timeout_s is None else {"timeout": timedelta(seconds=collective_timeout_s)}
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo", device_id=device if device.type == "cuda" else None, **timeout)
     rank = dist.get_rank()
@@ -134,14 +141,12 @@ def init_rank(device: torch.device, parallel: str | None = None, collective_time
 
 
 def finish(info: RankInfo) -> None:
-    """End this rank's part: rank 0 releases the followers and tells them its outputs are final; everyone leaves the group."""
+    """End this rank's part: rank 0 releases the followers; everyone leaves the group."""
     if not info.distributed:
         return
     control = parallel_groups.current().control
-    if control is not None and info.publishes:
-        if dist.is_initialized():
-            control.shutdown()
-        control.finished()
+    if control is not None and info.publishes and dist.is_initialized():
+        control.shutdown()
     if dist.is_initialized():
         dist.destroy_process_group()
     parallel_groups.leave()

@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
+import torch
 from fastapi import Depends, FastAPI, Request, WebSocket
 from fastapi.exceptions import RequestValidationError, WebSocketRequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -30,6 +31,7 @@ from starlette.middleware.base import RequestResponseEndpoint
 
 from avatarstream.errors import AvatarStreamError, InputError
 from avatarstream.families import load_family
+from avatarstream.families.base import Family
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.publish.settings import EncoderSettings
 from avatarstream.runtime.cpu_threads import set_threads
@@ -56,13 +58,19 @@ STATIC = {
 }
 
 
-def create_app(settings: ServeSettings) -> FastAPI:
-    """Load the model, build the shared pipeline and return the app (nothing listens yet)."""
+def load_pipeline(settings: ServeSettings, device: torch.device) -> tuple[Family, Pipeline]:
+    """The model and the pipeline every session shares (every rank of a ``--nproc`` server builds the same)."""
     set_threads(settings.threads)
-    device = resolve_device(settings.device)
     family = load_family(settings.model, settings.weights, dtype=settings.dtype, device=device, folders=settings.folders)
     pipeline = family.build(device, settings.generation)
     pipeline.prepare()
+    return family, pipeline
+
+
+def create_app(settings: ServeSettings, device: torch.device | None = None) -> FastAPI:
+    """Load the model, build the shared pipeline and return the app (nothing listens yet); ``device``: this rank's, under torchrun."""
+    device = resolve_device(settings.device) if device is None else device
+    family, pipeline = load_pipeline(settings, device)
     width, height = family.frame_size
     _warm_up(pipeline, family.reference(None, None))
     try:

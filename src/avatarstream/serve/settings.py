@@ -19,7 +19,8 @@ class ServeSettings:
     can take effect. ``threads`` sets PyTorch's intra-op threads for the
     whole process (each session runs on a thread of its own; on a shared CPU
     one thread per session avoids oversubscription). ``work_dir`` holds per-session folders the server names
-    itself (None: a fresh temporary folder).
+    itself (None: a fresh temporary folder). ``processes`` > 1 (``--nproc``)
+    splits every session over that many processes, so they hold one session at a time.
     """
 
     host: str = "127.0.0.1"
@@ -41,6 +42,7 @@ class ServeSettings:
     preset: str = "veryfast"
     threads: int | None = None
     work_dir: Path | None = None
+    processes: int = 1  # torchrun processes that run each session together (--nproc)
 
     def __post_init__(self) -> None:
         if self.token is not None and len(self.token) < 8:
@@ -60,6 +62,11 @@ class ServeSettings:
         for name in ("idle_timeout_s", "max_queued_audio_s", "result_ttl_s"):
             if not getattr(self, name) > 0:
                 raise InputError(f"{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        if self.processes > 1 and self.max_sessions != 1:
+            raise InputError(
+                f"--nproc {self.processes} runs one session at a time on all its processes: use --max-sessions 1 (got {self.max_sessions}), "
+                "or run one server per GPU for more sessions"
+            )
         if self.lookahead_s is not None and not self.lookahead_s > 0:
             raise InputError(f"lookahead must be positive, got {self.lookahead_s}")
 

@@ -155,12 +155,3 @@ class ControlChannel:
         message = self.failure()
         if message is not None:
             raise RankFailed(f"the session stopped: {message}")
-
-    def finished(self) -> None:
-        """This rank is done (outputs finalized); ranks that stopped on an error wait for the lead's before they exit."""
-        self.store.add(f"finished/{self.rank}", 1)
-
-    def wait_finished(self, rank: int = 0, limit_s: float = 60.0) -> None:
-        deadline = time.monotonic() + limit_s
-        while time.monotonic() < deadline and not self.store.check([f"finished/{rank}"]):
-            time.sleep(0.05)

@@ -3,18 +3,24 @@
 Rank 0 opens every chunk for the others (``LeadGate``); they wait for it
 host-side (``FollowGate``), so no rank enters a chunk's collectives before
 rank 0 has decided to generate it, and a run rank 0 stops early ends on
-every rank at the same chunk. ``stops_every_rank`` wraps each rank's part of
-a run: a failure anywhere is written to the store, the process group is torn
-down (which wakes every rank blocked in a collective with an error), and each
-rank raises the first failure's message; a follower then waits for rank 0 to
-finalize its outputs before it exits, so the launcher never stops rank 0
-mid-write.
+every rank at the same chunk.
+
+``stops_every_rank`` wraps each rank's part of a run: the first failure
+anywhere is written to the store with the failing rank's words. A rank
+blocked in a collective with a failed rank wakes with an error only when
+that rank's process exits (gloo and NCCL keep the connections of groups that
+are still referenced), so a follower that stops raises ``RankFailed``, which
+the CLI turns into a quiet exit with status 0: the launcher then leaves rank 0
+to finish (it stops every worker once one fails), rank 0 wakes, finalizes its
+outputs and reports the failure, and its status is the command's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import traceback
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import torch.distributed as dist
@@ -109,11 +115,14 @@ def _failure(groups: ParallelGroups) -> str:
 
 
 def _describe(err: BaseException) -> str:
+    """The failure in one line: our errors as they are, anything else with where it was raised (the only trace rank 0 gets)."""
     if isinstance(err, AvatarStreamError):
         return str(err)
     if isinstance(err, KeyboardInterrupt):
         return "interrupted"
-    return f"{type(err).__name__}: {err}"
+    frames = traceback.extract_tb(err.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+    return f"{type(err).__name__}: {err}{where}"
 
 
 @contextlib.contextmanager
@@ -132,10 +141,12 @@ def stops_every_rank(groups: ParallelGroups) -> Iterator[None]:
             if control.failure() is None:
                 control.fail(_describe(err))
         if dist.is_initialized():
-            dist.destroy_process_group()  # every rank still inside a collective with us gets an error now
-        first = control.failure()
-        if groups.role != "lead":
-            control.wait_finished(0)  # rank 0 finalizes its outputs before anyone exits
+            dist.destroy_process_group()  # no collective starts after a failure
+        first = None
+        with contextlib.suppress(Exception):
+            first = control.failure()
+        if groups.role != "lead":  # the process exits (status 0): ranks blocked in a collective with it wake
+            raise RankFailed(f"the session stopped: {first or _describe(err)}") from err
         if isinstance(err, RankFailed) or first is None or first.startswith(mine):
             raise
         raise RankFailed(f"the session stopped: {first}") from err
