@@ -26,10 +26,14 @@ def main(out: Path) -> None:
             outputs[name] = torch.cat([module.network(*inputs) for _ in range(2)])  # twice: resharded weights gather again
     save_file(outputs, str(out / f"dits.rank{info.rank}.safetensors"))
     pipeline = deep_pipeline({"a2v_dit": "sharded", "sr_dit": "sharded:offload"})
-    frames = render(pipeline)
     if info.publishes:
-        np.save(out / "frames.npy", frames)
-        (out / "runtime.txt").write_text(f"{pipeline.runtime.summary()['policies']} sequential_only={pipeline.runtime.sequential_only}")
+        np.save(out / "frames.npy", render(pipeline))
+        (out / "runtime.txt").write_text(
+            f"{pipeline.runtime.summary()['policies']} sequential_only={pipeline.runtime.sequential_only} followers_finish={pipeline.followers_finish}"
+        )
+    else:
+        pipeline.prepare()
+        pipeline.follow()  # rank 1 runs rank 0's request with it: the sharded modules need both
     finish(info)
 
 

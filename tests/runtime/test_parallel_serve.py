@@ -8,7 +8,6 @@ every frame, so no rank waited inside a collective.
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 
@@ -19,9 +18,7 @@ import websockets
 
 from avatarstream.benchmarks.local_server import ServerProcess
 from avatarstream.runtime.launch import COLLECTIVE_TIMEOUT_ENV
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "serve"))
-from serve_harness import send_paced, speech, ws_url  # noqa: E402
+from serve.serve_harness import send_paced, speech, ws_url
 
 TOKEN = "parallel-serve-token"
 TIMEOUT_S = 3.0

@@ -16,13 +16,15 @@ import torch.distributed as dist
 from torch import nn
 
 from avatarstream.models.demo import A2VDiT
+from avatarstream.models.demo.blocks import DiTBlock
 from avatarstream.runtime.parallel.ulysses import FrameShards, SequenceSplit, check_heads
 
 
 def split_a2v(network: nn.Module, group: dist.ProcessGroup) -> None:
     assert isinstance(network, A2VDiT), "the demo family splits its A2V DiT"
-    heads = network.blocks[0].attn.heads
-    check_heads(heads, dist.get_world_size(group), "the demo A2V DiT")
+    blocks = [block for block in network.blocks if isinstance(block, DiTBlock)]
+    assert len(blocks) == len(network.blocks), "every block of the A2V DiT is a DiTBlock"
+    check_heads(blocks[0].attn.heads, dist.get_world_size(group), "the demo A2V DiT")
     patch = network.patch_size
 
     def measure(args: tuple[Any, ...]) -> tuple[int, int]:
@@ -37,6 +39,6 @@ def split_a2v(network: nn.Module, group: dist.ProcessGroup) -> None:
         rope = torch.cat([rope[:memory_rows], rope[memory_rows:][shards.local_tokens]])
         return (video, emb, rope, context), {**kwargs, "frame_context": kwargs["frame_context"][:, shards.local_frames]}
 
-    split = SequenceSplit(group, network, list(network.blocks), network.head, measure, localize)
-    for block in network.blocks:
+    split = SequenceSplit(group, network, blocks, network.head, measure, localize)
+    for block in blocks:
         block.attn.attend = split.attention

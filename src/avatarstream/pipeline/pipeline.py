@@ -254,6 +254,7 @@ class _Run:
         """The decode rank's run: the init stages (final stages read their values), then every stretch rank 0 sends."""
         groups = self.p.runtime.parallel
         assert groups.control is not None and groups.to_decoder is not None and groups.from_decoder is not None, "a decode rank has its groups"
+        assert isinstance(self.gate, DecodeGate), "the decode rank's run has its gate"
         stages = self.p._by_phase["final"]
         self._run_init(reference_image, prompt, stages[0])
         for stretch in receive_stretches(groups.control, self.gate.run, groups.to_decoder, self.p.device):
@@ -310,7 +311,7 @@ class _Run:
             if ahead is not None:
                 ahead.shutdown(wait=True, cancel_futures=True)
 
-    def _reads_ahead(self, worker: FinalizeWorker[MediaChunk] | None) -> bool:
+    def _reads_ahead(self, worker: FinalizeWorker[MediaChunk] | RemoteFinalizer | None) -> bool:
         return worker is not None and self.p.read_ahead and bool(self.p._independent)
 
     def _prepare(self, chunk: Chunk) -> dict[str, Any]:

@@ -97,7 +97,7 @@ def _launch(torchrun_args: list[str]) -> int:
 
     logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
     try:
-        run(parse_args(torchrun_args))
+        run(parse_args(torchrun_args))  # type: ignore[no-untyped-call]
     except ChildFailedError as failed:
         codes = {rank: failure.exitcode for rank, failure in failed.failures.items()}
         return codes.get(0) or next(iter(codes.values())) or 1
@@ -132,8 +132,8 @@ def init_rank(device: torch.device, parallel: str | None = None, collective_time
     layout = parse_parallel(parallel, world)
     if collective_timeout_s is None and env.get(COLLECTIVE_TIMEOUT_ENV):
         collective_timeout_s = float(env[COLLECTIVE_TIMEOUT_ENV])
-    timeout = {} if collective_timeout_s is None else {"timeout": timedelta(seconds=collective_timeout_s)}
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", device_id=device if device.type == "cuda" else None, **timeout)
+    timeout = None if collective_timeout_s is None else timedelta(seconds=collective_timeout_s)
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", device_id=device if device.type == "cuda" else None, timeout=timeout)
     rank = dist.get_rank()
     readers = layout.generating_ranks - 1 if layout.splits else world - 1  # the decode rank reads no audio
     parallel_groups.join(layout, ControlChannel.from_environment(rank, world, readers))

@@ -68,7 +68,9 @@ def shard_network(
     blocks = blocks_of(network)
     if blocks is None:
         raise InputError("a network sharded per block needs 'blocks' (an nn.ModuleList)")
-    mesh = DeviceMesh.from_group(group if group is not None else dist.group.WORLD, device.type)
+    group = group if group is not None else dist.group.WORLD
+    assert group is not None, "sharding needs an initialized process group"
+    mesh = DeviceMesh.from_group(group, device.type)
     settings: dict[str, Any] = {
         "mesh": mesh,
         "reshard_after_forward": True,

@@ -19,16 +19,16 @@ import torch
 from avatarstream.errors import InputError
 from avatarstream.families.infinitetalk.layout import resolve
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
-from avatarstream.families.infinitetalk.sequence_parallel import split_dit
 from avatarstream.families.infinitetalk.presets import NEGATIVE_PROMPT, PRESETS, Preset, check_geometry, check_size
+from avatarstream.families.infinitetalk.sequence_parallel import split_dit
 from avatarstream.families.options import GenerationOptions
 from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE
 from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
 from avatarstream.models.infinitetalk.sampler import Guidance, timesteps
-from avatarstream.runtime.parallel.guidance import check_guidance_split
 from avatarstream.pipeline.chunks import ChunkPlan, FrameLayout
 from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.runtime.parallel.guidance import check_guidance_split
 from avatarstream.runtime.residency import Runtime
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image

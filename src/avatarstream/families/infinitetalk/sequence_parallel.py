@@ -17,7 +17,7 @@ import torch.distributed as dist
 from diffusers.models.transformers.transformer_wan import WanAttention
 from torch import nn
 
-from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT
+from avatarstream.models.infinitetalk.dit import InfiniteTalkBlock, InfiniteTalkDiT
 from avatarstream.runtime.parallel.ulysses import FrameShards, SequenceSplit, check_heads
 
 
@@ -74,4 +74,5 @@ def split_dit(network: nn.Module, group: dist.ProcessGroup) -> None:
 
     split = SequenceSplit(group, network, list(network.blocks), network.proj_out, measure, localize)
     for block in network.blocks:
-        block.attn1.set_processor(UlyssesSelfAttention(split))
+        assert isinstance(block, InfiniteTalkBlock), "every block of the DiT is an InfiniteTalk block"
+        block.attn1.set_processor(UlyssesSelfAttention(split))  # type: ignore[arg-type]  # diffusers takes any processor with its call signature

@@ -55,7 +55,7 @@ def unpack(data: bytes) -> tuple[dict[str, object], np.ndarray | None]:
     header = json.loads(head)
     if "dtype" not in header:
         return header, None
-    shape = [int(n) for n in header["shape"]]  # type: ignore[attr-defined]
+    shape = [int(n) for n in header["shape"]]
     return header, np.frombuffer(body, dtype=np.dtype(str(header["dtype"]))).reshape(shape).copy()
 
 
@@ -75,12 +75,15 @@ class ControlChannel:
         store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False, wait_for_workers=False, timeout=timedelta(hours=1))
         return cls(dist.PrefixStore(PREFIX, store), rank, world, audio_readers)
 
+    def put(self, key: str, data: bytes) -> None:
+        self.store.set(key, data)  # type: ignore[arg-type]  # the stub says str; the store takes bytes as they are
+
     # -- the lead ---------------------------------------------------------------------------------
 
     def announce(self, reference_image: np.ndarray, prompt: str, seed: int) -> int:
         run = self._next_run
         self._next_run += 1
-        self.store.set(f"run/{run}", pack({"prompt": prompt, "seed": seed}, np.asarray(reference_image)))
+        self.put(f"run/{run}", pack({"prompt": prompt, "seed": seed}, np.asarray(reference_image)))
         return run
 
     def relay(self, run: int, audio: Iterator[PcmBlock]) -> Iterator[PcmBlock]:
@@ -89,16 +92,16 @@ class ControlChannel:
         try:
             for block in audio:
                 if self.audio_readers:
-                    self.store.set(f"run/{run}/audio/{index}", pack({"rate": block.sample_rate}, block.samples))
+                    self.put(f"run/{run}/audio/{index}", pack({"rate": block.sample_rate}, block.samples))
                 index += 1
                 yield block
         finally:
             if self.audio_readers:
-                self.store.set(f"run/{run}/audio/{index}", pack({"end": True}))
+                self.put(f"run/{run}/audio/{index}", pack({"end": True}))
 
     def shutdown(self) -> None:
         """No more runs for now: the followers' ``commands`` ends (a later ``commands`` takes the runs after it)."""
-        self.store.set(f"run/{self._next_run}", pack({"shutdown": True}))
+        self.put(f"run/{self._next_run}", pack({"shutdown": True}))
         self._next_run += 1
 
     # -- the followers ----------------------------------------------------------------------------

@@ -67,7 +67,7 @@ class LeadGate:
 
     def _post(self, word: str) -> None:
         if self.control.audio_readers:
-            self.control.store.set(_chunk_key(self.run, self._next), pack({"word": word}))
+            self.control.put(_chunk_key(self.run, self._next), pack({"word": word}))
         self._next += 1
 
 

@@ -49,4 +49,4 @@ def check_guidance_split(predictions: int, cfg: int) -> None:
     """A clear error before any forward when a guidance group has more ranks than a step has predictions."""
     if cfg > 1 and predictions < cfg:
         what = "guidance is off (one prediction per step)" if predictions == 1 else f"a step makes {predictions} predictions"
-        raise InputError(f"--parallel cfg={cfg}: {what}; use cfg={predictions if predictions > 1 else 1} or split the sequence with sp")
+        raise InputError(f"--parallel cfg={cfg}: {what}; use cfg={max(1, predictions)} or split the sequence with sp")

@@ -80,7 +80,7 @@ class RemoteFinalizer:
         latents = stretch.latents.to(self.device).contiguous()
         header = {"start": stretch.frames_range[0], "end": stretch.frames_range[1], "chunk": list(stretch.chunk), "dtype": str(latents.dtype),
                   "shape": list(latents.shape)}  # fmt: skip
-        self.control.store.set(_key(self.run, self._sent), pack({"stretch": header}))
+        self.control.put(_key(self.run, self._sent), pack({"stretch": header}))
         self._sent += 1
         sending = dist.isend(latents, self.decoder, group=self.to_decoder)
         self._pending.append((self._receiver.submit(self._receive), work.complete, (sending, latents)))
@@ -110,11 +110,10 @@ class RemoteFinalizer:
 
     def close(self) -> None:
         """Tell the decode rank the run is over; results not read are dropped."""
-        self.control.store.set(_key(self.run, self._sent), pack({"end": True}))
+        self.control.put(_key(self.run, self._sent), pack({"end": True}))
         with contextlib.suppress(Exception):
             self._receiver.shutdown(wait=True, cancel_futures=True)
         self._pending.clear()
-
 
 
 def receive_stretches(control: ControlChannel, run: int, to_decoder: dist.ProcessGroup, device: torch.device) -> Iterator[Stretch]:
