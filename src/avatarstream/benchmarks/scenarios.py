@@ -17,6 +17,7 @@ from avatarstream.benchmarks.audio import looped, looped_array
 from avatarstream.benchmarks.audio_window import window_errors
 from avatarstream.benchmarks.contention import measure_contention, measure_load_memory
 from avatarstream.benchmarks.context import BenchContext
+from avatarstream.benchmarks.parallel_bench import measure_parallel
 from avatarstream.benchmarks.raw_loop import raw_frames
 from avatarstream.benchmarks.raw_loop_infinitetalk import raw_frames as raw_frames_infinitetalk
 from avatarstream.benchmarks.soak import SoakFailed, SoakSettings, measure_soak
@@ -256,6 +257,11 @@ def soak(ctx: BenchContext) -> dict[str, Any]:
     return result
 
 
+def parallel(ctx: BenchContext) -> dict[str, Any]:
+    """--parallel layouts: the speed-up model's fps and time to first frame for 2, 4 and 8 GPUs, and measured runs of every layout that fits here."""
+    return measure_parallel(ctx)
+
+
 SCENARIOS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
     "speed": speed,
     "resolution": resolution,
@@ -270,6 +276,7 @@ SCENARIOS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
     "contention": contention,
     "load-memory": load_memory,
     "soak": soak,
+    "parallel": parallel,
 }
 
 
