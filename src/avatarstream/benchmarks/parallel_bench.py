@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 import wave
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ class BlockCounter:
 
     def __init__(self, network: nn.Module) -> None:
         self.values = self.calls = self.batch = self.value_bytes = self.forwards = self.output_values = 0
-        blocks = blocks_of(network) or []
+        blocks: list[nn.Module] = list(blocks_of(network) or [])
         self._hooks = [block.register_forward_pre_hook(self._count) for block in blocks]
         self._hooks.append(network.register_forward_hook(self._output))
 
@@ -72,7 +72,7 @@ def _split_module(family: Family) -> Module:
 
 def _heads(network: nn.Module) -> int:
     """The attention heads of the network's first attention that has any."""
-    return next(int(m.heads) for m in network.modules() if isinstance(getattr(m, "heads", None), int))
+    return next(heads for m in network.modules() if isinstance(heads := getattr(m, "heads", None), int))
 
 
 @contextmanager
@@ -136,11 +136,19 @@ def measure_parallel(ctx: BenchContext) -> dict[str, Any]:
     module = _split_module(family)
     with _counting(module) as counter:
         shapes = ctx.run(family, encode=False)
-    chunks = max(len(shapes["chunks"]), 1)
     phases = {stage.name: stage.phase for stage in ctx.pipeline(family).stages}
     rate = 16000
     audio = ctx.out_dir / "parallel-speech.wav"
     _write_wav(audio, np.concatenate([b.samples[0] for b in looped(ctx.speech(rate), rate, ctx.seconds)]), rate)
+    try:
+        return _measure(ctx, family, module, counter, shapes, phases, audio)
+    finally:
+        audio.unlink(missing_ok=True)
+
+
+def _measure(ctx: BenchContext, family: Family, module: Module, counter: BlockCounter, shapes: dict[str, Any], phases: Mapping[str, str],
+             audio: Path) -> dict[str, Any]:  # fmt: skip
+    chunks = max(len(shapes["chunks"]), 1)
     options = render_options(list(getattr(ctx.model_args, "argv", []) or ["--model", ctx.model]))
     one = _render(options, audio, ctx.out_dir, "one", 1, None)
     if "error" in one:
