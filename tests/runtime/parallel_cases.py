@@ -38,12 +38,15 @@ def demo_family() -> DemoFamily:
 
 
 def family(name: str, weights: Path | None) -> Family:
-    return demo_family() if name == "demo" else load_family("infinitetalk", weights)
+    """``demo`` or ``infinitetalk``; a ``-sharded`` suffix (see ``pipeline``) loads the same family."""
+    return demo_family() if name.startswith("demo") else load_family("infinitetalk", weights)
 
 
-def pipeline(fam: Family) -> Pipeline:
+def pipeline(fam: Family, name: str = "") -> Pipeline:
+    """The case's pipeline; ``NAME-sharded`` puts the split DiT under FSDP2 too (sharded over each sequence-parallel group)."""
     options = GenerationOptions(chunk_frames=6, interp_frames=2) if fam.name == "demo" else IT_OPTIONS
-    built = fam.build(torch.device("cpu"), options)
+    dit = "a2v_dit" if fam.name == "demo" else "dit"
+    built = fam.build(torch.device("cpu"), options, residency={dit: "sharded"} if name.endswith("-sharded") else None)
     built.prepare()
     return built
 

@@ -21,31 +21,22 @@ from avatarstream.runtime.launch import finish, init_rank
 from avatarstream.runtime.parallel import groups
 from avatarstream.runtime.parallel.layout import parse_parallel
 
-ALL_TO_ALL = 0
-DECODED = 0
+COUNTS = {"all_to_all": 0, "decoded": 0}
 
 
-def _counting_all_to_all(real):  # type: ignore[no-untyped-def]
+def _counted(real, name: str):  # type: ignore[no-untyped-def]
+    """``real``, counting its calls under ``name``."""
+
     def count(*args, **kwargs):  # type: ignore[no-untyped-def]
-        global ALL_TO_ALL
-        ALL_TO_ALL += 1
-        return real(*args, **kwargs)
-
-    return count
-
-
-def _counting_send(real):  # type: ignore[no-untyped-def]
-    def count(*args, **kwargs):  # type: ignore[no-untyped-def]
-        global DECODED
-        DECODED += 1
+        COUNTS[name] += 1
         return real(*args, **kwargs)
 
     return count
 
 
 def main(out: Path, weights: Path, cases: list[str]) -> None:
-    dist.all_to_all_single = _counting_all_to_all(dist.all_to_all_single)  # the test checks the split really ran
-    pipeline_module.send_decoded = _counting_send(pipeline_module.send_decoded)  # and that the decode rank decoded
+    dist.all_to_all_single = _counted(dist.all_to_all_single, "all_to_all")  # the test checks the split really ran
+    pipeline_module.send_decoded = _counted(pipeline_module.send_decoded, "decoded")  # and that the decode rank decoded
     first_layout = cases[0].split(":")[1].replace("+", ",")
     info, _ = init_rank(torch.device("cpu"), first_layout)
     torch.set_num_threads(1)
@@ -56,8 +47,8 @@ def main(out: Path, weights: Path, cases: list[str]) -> None:
             groups.join(parse_parallel(layout, info.world_size), groups.current().control)  # type: ignore[arg-type]
         role = groups.current().role
         fam = family(name, weights)
-        built = pipeline(fam)
-        before, decoded = ALL_TO_ALL, DECODED
+        built = pipeline(fam, name)
+        before = dict(COUNTS)
         if role != "decode":
             save_file({"forward": forward(fam).contiguous()}, str(out / f"{case}.rank{info.rank}.safetensors"))
         if role == "lead":
@@ -65,8 +56,8 @@ def main(out: Path, weights: Path, cases: list[str]) -> None:
             groups.current().control.shutdown()  # type: ignore[union-attr]
         else:
             built.follow()
-        (out / f"{case}.rank{info.rank}.all_to_all").write_text(str(ALL_TO_ALL - before))
-        (out / f"{case}.rank{info.rank}.decoded").write_text(str(DECODED - decoded))
+        for counter, count in COUNTS.items():
+            (out / f"{case}.rank{info.rank}.{counter}").write_text(str(count - before[counter]))
     finish(info)
 
 

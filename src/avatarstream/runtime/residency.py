@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from avatarstream.errors import InputError
-from avatarstream.pipeline.module import Module
+from avatarstream.pipeline.module import Module, all_here
 from avatarstream.runtime.device_ops import device_ops
 from avatarstream.runtime.parallel import groups as parallel_groups
 from avatarstream.runtime.parallel.guidance import GuidanceSplit
@@ -39,7 +39,7 @@ from avatarstream.runtime.switches import switch_timer
 
 _owners: weakref.WeakKeyDictionary[torch.nn.Module, Runtime] = weakref.WeakKeyDictionary()  # network -> its runtime
 _owners_lock = threading.Lock()
-_split_networks: weakref.WeakSet[torch.nn.Module] = weakref.WeakSet()  # networks a sequence-parallel split has hooked for good
+_split_networks: weakref.WeakKeyDictionary[torch.nn.Module, Any] = weakref.WeakKeyDictionary()  # network -> the sp group its split hooks use for good
 
 
 class _Lane(threading.local):
@@ -101,11 +101,13 @@ class Runtime:
         if layout.cfg > 1 and not any(m.guided for m in modules):
             raise InputError(f"--parallel cfg={layout.cfg}: this model makes one prediction per step (no guidance), so there is nothing to split; use sp")
         for module in modules:
-            if groups.sp_group is not None and module.sequence_parallel is not None and module.network not in _split_networks:
+            split_for = _split_networks.get(module.network)
+            if split_for is not None and split_for is not groups.sp_group:
+                raise InputError(f"module {module.name!r} was split for another parallel layout and a split cannot be undone; load the model again")
+            if groups.sp_group is not None and module.sequence_parallel is not None and split_for is None:
                 module.sequence_parallel(module.network, groups.sp_group)
-                _split_networks.add(module.network)
-            if groups.cfg_group is not None and module.guided:
-                module.predictions = GuidanceSplit(groups.cfg_group)
+                _split_networks[module.network] = groups.sp_group
+            module.predictions = GuidanceSplit(groups.cfg_group) if groups.cfg_group is not None and module.guided else all_here
 
     def residency(self, module: Module) -> Residency:
         """The module's policy instance (created on first sight, taking the module over from any earlier runtime)."""
