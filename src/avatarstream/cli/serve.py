@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         processes=args.nproc,
     )
     check_port(settings.host, settings.port, "--port", what="the API")  # before the model loads, not after
-    relaunch(args.nproc, args.argv, args.parallel)  # returns in a torchrun worker or when --nproc is 1
+    relaunch(args.nproc, getattr(args, "argv", sys.argv[1:]), args.parallel)  # returns in a torchrun worker or when --nproc is 1
     rank, device = init_rank(resolve_device(settings.device), args.parallel)
     try:
         if rank.publishes:

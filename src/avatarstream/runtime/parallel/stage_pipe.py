@@ -117,18 +117,35 @@ class RemoteFinalizer:
 
 
 def receive_stretches(control: ControlChannel, run: int, to_decoder: dist.ProcessGroup, device: torch.device) -> Iterator[Stretch]:
-    """The decode rank's side: every stretch of a run, in order, until the lead closes it."""
+    """The decode rank's side: every stretch of a run, in order, until the lead closes it.
+
+    Double-buffered: once a stretch has arrived, the receive of the next one is
+    posted (when the lead has announced it) before this one is decoded.
+    """
     wire = _wire_device(to_decoder, device)
-    index = 0
-    while True:
-        header, _ = unpack(control.take(_key(run, index), readers=1))
+
+    def post(index: int, *, wait: bool) -> tuple[dict[str, Any], torch.Tensor, dist.Work | None] | bool:
+        """The receive of stretch ``index`` under way; False when the run is over, True when not announced yet (``wait=False``)."""
+        key = _key(run, index)
+        if not wait and not control.store.check([key]):
+            return True
+        header, _ = unpack(control.take(key, readers=1))
         if header.get("end"):
-            return
+            return False
         spec: dict[str, Any] = header["stretch"]  # type: ignore[assignment]
         latents = torch.empty(spec["shape"], dtype=DTYPES[spec["dtype"]], device=wire)
-        dist.recv(latents, 0, group=to_decoder)
+        return spec, latents, dist.irecv(latents, 0, group=to_decoder)
+
+    index = 0
+    current = post(index, wait=True)
+    while not isinstance(current, bool):
+        spec, latents, receiving = current
+        if receiving is not None:
+            receiving.wait()
+        upcoming = post(index + 1, wait=False)
         yield Stretch(latents.to(device), (int(spec["start"]), int(spec["end"])), (str(spec["chunk"][0]), int(spec["chunk"][1])))
         index += 1
+        current = post(index, wait=True) if upcoming is True else upcoming
 
 
 def send_decoded(decoded: Decoded, from_decoder: dist.ProcessGroup, device: torch.device) -> None:
