@@ -1,4 +1,4 @@
-"""``avatarstream serve --nproc 2 --parallel sp=2``: live sessions on two processes, idle far longer than a collective may wait.
+"""``avatarstream serve --nproc 2 --parallel sp=2`` (and ``decode``): live sessions on two processes, idle far longer than a collective may wait.
 
 The collective timeout is 3 s here; a session pauses its speech for 6 s, and the
 server then sits without a session for 6 s. Both sessions end ``closed`` with
@@ -50,9 +50,10 @@ async def _session(base: str, tmp_path: Path, name: str, pause_s: float) -> tupl
         return closed, frames
 
 
-def test_live_sessions_idle_longer_than_the_collective_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("layout", ["sp=2", "decode"])
+def test_live_sessions_idle_longer_than_the_collective_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
     monkeypatch.setenv(COLLECTIVE_TIMEOUT_ENV, str(TIMEOUT_S))
-    options = ["--nproc", "2", "--parallel", "sp=2", "--model", "demo-tiny", "--threads", "1"]
+    options = ["--nproc", "2", "--parallel", layout, "--model", "demo-tiny", "--threads", "1"]
     with ServerProcess(options, TOKEN, tmp_path / "server.log") as server:
         first, first_frames = asyncio.run(_session(server.url, tmp_path, "first", PAUSE_S))
         time.sleep(PAUSE_S)  # no session: the followers wait for the next one host-side

@@ -109,11 +109,15 @@ class RemoteFinalizer:
             yield self._result()
 
     def close(self) -> None:
-        """Tell the decode rank the run is over; results not read are dropped."""
+        """Tell the decode rank the run is over, and take back the frames of stretches still in flight (a run stopped
+        early drops them): the decode rank sends every stretch it was given, and must be free for the next run."""
         self.control.put(_key(self.run, self._sent), pack({"end": True}))
-        with contextlib.suppress(Exception):
-            self._receiver.shutdown(wait=True, cancel_futures=True)
+        for future, _complete, (sending, _latents) in self._pending:
+            with contextlib.suppress(Exception):  # a failed decode rank: its error is reported elsewhere
+                future.result()
+                sending.wait()
         self._pending.clear()
+        self._receiver.shutdown(wait=True)
 
 
 def receive_stretches(control: ControlChannel, run: int, to_decoder: dist.ProcessGroup, device: torch.device) -> Iterator[Stretch]:
