@@ -42,17 +42,6 @@ class ParallelGroups:
             return "lead"
         return "decode" if self.rank == self.layout.decode_rank else "follow"
 
-    @property
-    def sp_rank(self) -> int:
-        return self.rank % self.layout.sp
-
-    @property
-    def cfg_rank(self) -> int:
-        return self.rank // self.layout.sp
-
-    def describe(self) -> dict[str, object]:
-        """For the report."""
-        return {"layout": self.layout.text(), "processes": self.world}
 
 
 _current = ParallelGroups(ParallelLayout())
