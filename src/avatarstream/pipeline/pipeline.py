@@ -41,7 +41,6 @@ from avatarstream.runtime.devices import synchronize
 from avatarstream.runtime.parallel.guard import DecodeGate, FollowGate, LeadGate, follower_gate, stops_every_rank
 from avatarstream.runtime.parallel.stage_pipe import Decoded, RemoteFinalizer, Stretch, receive_stretches, send_decoded
 from avatarstream.runtime.residency import Runtime
-from avatarstream.runtime.sharding import Sharded
 from avatarstream.sources.audio_timeline import AudioTimeline, SampleTrack
 from avatarstream.sources.pcm import PcmBlock
 
@@ -113,9 +112,9 @@ class Pipeline:
         # or a module serves both phases: the runtime would release it on one thread while the other still runs it
         shared = {m.name for s in self._by_phase["chunk"] for m in s.modules()} & {m.name for s in self._by_phase["final"] for m in s.modules()}
         self.overlap = overlap and not runtime.sequential_only and not shared
-        # followers skip the final stages unless a sharded module there needs every rank's forwards
-        sharded_finals = any(isinstance(runtime.residency(m), Sharded) for s in self._by_phase["final"] for m in s.modules())
-        self.followers_finish = sharded_finals and runtime.parallel.layout.decode_rank is None
+        # followers skip the final stages unless a module there needs every rank's forwards (sharded)
+        collective_finals = any(runtime.residency(m).sequential_only for s in self._by_phase["final"] for m in s.modules())
+        self.followers_finish = collective_finals and runtime.parallel.layout.decode_rank is None
         # with overlap: read the next chunk's audio early and prepare it while this one generates.
         # Only for sources that never block (files): a live source would hold this chunk back.
         self.read_ahead = read_ahead
