@@ -43,7 +43,6 @@ class ParallelGroups:
         return "decode" if self.rank == self.layout.decode_rank else "follow"
 
 
-
 _current = ParallelGroups(ParallelLayout())
 
 
