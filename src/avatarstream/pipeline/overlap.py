@@ -10,6 +10,7 @@ are in flight, so memory stays bounded.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -53,9 +54,13 @@ class FinalizeWorker(Generic[T]):
         while self._pending:
             yield self._pending.popleft().result()
 
-    def close(self) -> None:
+    def close(self, *, cancel: bool = True) -> None:
+        """Stop the worker; work not yet read is cancelled, or with ``cancel=False`` run to its end (its results and errors dropped)."""
         for future in self._pending:
-            future.cancel()
+            if cancel:
+                future.cancel()
+            else:
+                concurrent.futures.wait([future])
         with contextlib.suppress(Exception):
             self._executor.shutdown(wait=True, cancel_futures=True)
         self._pending.clear()

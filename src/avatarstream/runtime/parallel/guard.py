@@ -138,8 +138,7 @@ def stops_every_rank(groups: ParallelGroups) -> Iterator[None]:
             raise
         mine = f"rank {groups.rank}: "
         with contextlib.suppress(Exception):  # the store itself may be gone with the launcher
-            if control.failure() is None:
-                control.fail(_describe(err))
+            control.fail(_describe(err))  # kept only if no other rank's failure came first
         if dist.is_initialized():
             dist.destroy_process_group()  # no collective starts after a failure
         first = None

@@ -2,7 +2,7 @@
 
 The lead announces each stretch of final latents in the store (host-side,
 so an idle decode rank never sits in a receive), sends the latents point to
-point, and a receiving thread collects the frames coming back, in order. At
+point, and a ``FinalizeWorker`` thread collects the frames coming back, in order. At
 most ``max_pending`` stretches are in flight (two: one decoding, one on its
 way), so memory stays bounded. Frames come back to the lead, which publishes
 them with the audio it holds; encoding was already off the generating thread
@@ -11,10 +11,7 @@ them with the audio it holds; encoding was already off the generating thread
 
 from __future__ import annotations
 
-import contextlib
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,6 +19,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from avatarstream.pipeline.overlap import FinalizeWorker
 from avatarstream.runtime.parallel.control import ControlChannel, pack, unpack
 
 DTYPES = {str(t): t for t in (torch.float32, torch.bfloat16, torch.float16)}
@@ -63,17 +61,16 @@ def _wire_device(group: dist.ProcessGroup, device: torch.device) -> torch.device
 
 
 class RemoteFinalizer:
-    """The lead's side: ``submit`` a stretch and its local completion, read results in order (like ``FinalizeWorker``)."""
+    """The lead's side, with ``FinalizeWorker``'s interface: ``submit`` sends a stretch at once; the worker's thread
+    receives its frames and completes them, in order, at most ``max_pending`` in flight."""
 
     def __init__(self, control: ControlChannel, run: int, to_decoder: dist.ProcessGroup, from_decoder: dist.ProcessGroup, decoder: int,
                  device: torch.device, max_pending: int = 2) -> None:  # fmt: skip
         self.control, self.run, self.decoder = control, run, decoder
         self.to_decoder, self.from_decoder = to_decoder, from_decoder
         self.device = _wire_device(to_decoder, device)
-        self.max_pending = max_pending
         self._sent = 0
-        self._receiver = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avatarstream-from-decoder")
-        self._pending: deque[tuple[Future[Any], Callable[[Decoded], Any], Any]] = deque()
+        self._worker: FinalizeWorker[Any] = FinalizeWorker(device, max_pending)
 
     def submit(self, work: RemoteWork) -> None:
         stretch = work.stretch
@@ -83,7 +80,15 @@ class RemoteFinalizer:
         self.control.put(_key(self.run, self._sent), pack({"stretch": header}))
         self._sent += 1
         sending = dist.isend(latents, self.decoder, group=self.to_decoder)
-        self._pending.append((self._receiver.submit(self._receive), work.complete, (sending, latents)))
+        assert sending is not None, "rank 0 is in the group it sends on"
+        in_flight = (sending, latents)  # the latents stay alive until their send is done
+
+        def finish() -> Any:
+            decoded = self._receive()
+            in_flight[0].wait()
+            return work.complete(decoded)
+
+        self._worker.submit(finish)
 
     def _receive(self) -> Decoded:
         header = torch.empty(HEADER, dtype=torch.int64, device=self.device)
@@ -94,30 +99,17 @@ class RemoteFinalizer:
         dist.recv(seconds, self.decoder, group=self.from_decoder)
         return Decoded(frames.cpu().numpy(), [s for s in seconds.tolist() if s >= 0])
 
-    def _result(self) -> Any:
-        future, complete, (sending, _latents) = self._pending.popleft()
-        decoded = future.result()
-        sending.wait()
-        return complete(decoded)
-
     def ready(self, *, block: bool = False) -> Iterator[Any]:
-        while self._pending and (self._pending[0][0].done() or (block and len(self._pending) > self.max_pending)):
-            yield self._result()
+        return self._worker.ready(block=block)
 
     def drain(self) -> Iterator[Any]:
-        while self._pending:
-            yield self._result()
+        return self._worker.drain()
 
     def close(self) -> None:
         """Tell the decode rank the run is over, and take back the frames of stretches still in flight (a run stopped
         early drops them): the decode rank sends every stretch it was given, and must be free for the next run."""
         self.control.put(_key(self.run, self._sent), pack({"end": True}))
-        for future, _complete, (sending, _latents) in self._pending:
-            with contextlib.suppress(Exception):  # a failed decode rank: its error is reported elsewhere
-                future.result()
-                sending.wait()
-        self._pending.clear()
-        self._receiver.shutdown(wait=True)
+        self._worker.close(cancel=False)  # a failed decode rank: its error is reported elsewhere
 
 
 def receive_stretches(control: ControlChannel, run: int, to_decoder: dist.ProcessGroup, device: torch.device) -> Iterator[Stretch]:
@@ -128,7 +120,7 @@ def receive_stretches(control: ControlChannel, run: int, to_decoder: dist.Proces
     """
     wire = _wire_device(to_decoder, device)
 
-    def post(index: int, *, wait: bool) -> tuple[dict[str, Any], torch.Tensor, dist.Work | None] | bool:
+    def post(index: int, *, wait: bool) -> tuple[dict[str, Any], torch.Tensor, dist.Work] | bool:
         """The receive of stretch ``index`` under way; False when the run is over, True when not announced yet (``wait=False``)."""
         key = _key(run, index)
         if not wait and not control.store.check([key]):
@@ -138,14 +130,15 @@ def receive_stretches(control: ControlChannel, run: int, to_decoder: dist.Proces
             return False
         spec: dict[str, Any] = header["stretch"]  # type: ignore[assignment]
         latents = torch.empty(spec["shape"], dtype=DTYPES[spec["dtype"]], device=wire)
-        return spec, latents, dist.irecv(latents, 0, group=to_decoder)
+        receiving = dist.irecv(latents, 0, group=to_decoder)
+        assert receiving is not None, "the decode rank is in the group it receives on"
+        return spec, latents, receiving
 
     index = 0
     current = post(index, wait=True)
     while not isinstance(current, bool):
         spec, latents, receiving = current
-        if receiving is not None:
-            receiving.wait()
+        receiving.wait()
         upcoming = post(index + 1, wait=False)
         yield Stretch(latents.to(device), (int(spec["start"]), int(spec["end"])), (str(spec["chunk"][0]), int(spec["chunk"][1])))
         index += 1
