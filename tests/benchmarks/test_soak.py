@@ -45,13 +45,18 @@ def test_a_session_whose_file_misses_frames_fails_the_soak(tmp_path: Path) -> No
     never_recovered = [*peer[:2], {"phase": "healthy", "packets": 0}]
     clients.records = whole
     assert not _analyse(settings, samples, clients, never_recovered)["checks"]["rtmp_recovered"]
+    clients.failures = ["churn 0 at 31.0 s: RuntimeError: session creation answered 500"]
+    crashed = _analyse(settings, samples, clients, peer)
+    assert not crashed["passed"] and not crashed["checks"]["clients_ran"] and crashed["client_failures"] == clients.failures
 
 
 @pytest.mark.slow
 def test_two_minute_soak(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "avatarstream.cli.main", "bench", "--scenario", "soak", "--model", "demo-tiny", "--minutes", "2", "--out", str(tmp_path)]
     done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=600)
-    result = json.loads((tmp_path / "soak.json").read_text())
+    report = tmp_path / "soak.json"
+    assert report.exists(), f"the soak wrote no report (exit {done.returncode}): {done.stderr[-3000:]}"
+    result = json.loads(report.read_text())
     assert done.returncode == 0, (done.stderr[-2000:], {k: v for k, v in result.items() if k not in ("samples", "records")})
     assert result["passed"] and all(result["checks"].values())
     behaviours = result["by_behaviour"]

@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,10 @@ def measure_soak(settings: SoakSettings, out_dir: Path) -> dict[str, Any]:
         ) as server:  # fmt: skip
             clients = SoakClients(server.url, token, bundled_speech(RATE), Path(scratch), settings.idle_timeout_s)
             samples = asyncio.run(_drive(settings, server, clients, f"rtmp://127.0.0.1:{rtmp_port}/live/soak"))
-            server.check_alive()
+            try:
+                server.check_alive()
+            except RuntimeError as err:
+                clients.failures.append(str(err))
     result = _analyse(settings, samples, clients, _read_peer(peer_log))
     _plot(out_dir, samples, clients)
     return result
@@ -108,7 +112,7 @@ async def _drive(settings: SoakSettings, server: ServerProcess, clients: SoakCli
     until = settings.minutes * 60
     samples: list[dict[str, Any]] = []
     async with aiohttp.ClientSession(headers=clients.headers, timeout=aiohttp.ClientTimeout(total=60)) as http:
-        sampler = asyncio.create_task(_sample(http, server, clients, settings.sample_s, samples))
+        sampler = asyncio.create_task(_reported(clients, "sampler", _sample(http, server, clients, settings.sample_s, samples)))
         users = [clients.anchor(http, until, rtmp), *(clients.churn(http, until, first=i) for i in range(settings.sessions - 1))]
         try:
             await asyncio.gather(*users)
@@ -117,6 +121,11 @@ async def _drive(settings: SoakSettings, server: ServerProcess, clients: SoakCli
             with contextlib.suppress(asyncio.CancelledError):
                 await sampler
     return samples
+
+
+async def _reported(clients: SoakClients, name: str, work: Awaitable[None]) -> None:
+    async with clients.reported(name):
+        await work
 
 
 async def _sample(http: aiohttp.ClientSession, server: ServerProcess, clients: SoakClients, every_s: float, samples: list[dict[str, Any]]) -> None:
@@ -177,12 +186,14 @@ def _analyse(settings: SoakSettings, samples: list[dict[str, Any]], clients: Soa
         "no_frame_lost": not lost,
         "rtmp_recovered": rtmp_ok,
         "sessions_ran": len(ended) >= settings.sessions,
+        "clients_ran": not clients.failures,
     }
     return {
         "model": settings.model, "minutes": settings.minutes, "sessions": settings.sessions, "sample_s": settings.sample_s,
         "warmup_s": settings.warmup_s, "cores": len(os.sched_getaffinity(0)),
         "passed": all(checks.values()), "checks": checks, "trends": trends, "rtmp_peer": rtmp,
         "sessions_total": len(clients.records), "sessions_ended": len(ended), "refused_503": clients.refused,
+        "client_failures": clients.failures,
         "frames_delivered": sum(r.file_frames or 0 for r in ended), "frames_lost": lost,
         "ttff_s_median": statistics.median(r.ttff_s for r in ended if r.ttff_s is not None) if ended else None,
         "peak_rss_mib": max((s["rss_mib"] for s in samples), default=None),

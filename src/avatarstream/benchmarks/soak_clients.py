@@ -59,6 +59,7 @@ class SoakClients:
     started: float = field(default_factory=time.monotonic)
     records: list[SessionRecord] = field(default_factory=list)
     refused: int = 0  # 503s met while every slot was busy
+    failures: list[str] = field(default_factory=list)  # what stopped a client outside any one session (the soak fails on any)
     _offset: int = 0
 
     def now(self) -> float:
@@ -70,6 +71,23 @@ class SoakClients:
 
     async def anchor(self, http: aiohttp.ClientSession, until: float, rtmp: str) -> None:
         """One session for the whole soak: speak 4 s, listen 4 s, again; then close it cleanly."""
+        async with self.reported("anchor"):
+            await self._anchor(http, until, rtmp)
+
+    async def churn(self, http: aiohttp.ClientSession, until: float, first: int) -> None:
+        """Open, use and leave sessions until ``until``, rotating through BEHAVIOURS from ``first``."""
+        async with self.reported(f"churn {first}"):
+            await self._churn(http, until, first)
+
+    @contextlib.asynccontextmanager
+    async def reported(self, client: str) -> AsyncIterator[None]:
+        """A client that stops on an error (an unexpected answer, a timeout) is recorded, so the soak still reports everything it saw."""
+        try:
+            yield
+        except Exception as err:  # noqa: BLE001 - any failure is the soak's finding, not a crash of the harness
+            self.failures.append(f"{client} at {self.now():.1f} s: {type(err).__name__}: {err}")
+
+    async def _anchor(self, http: aiohttp.ClientSession, until: float, rtmp: str) -> None:
         record, sid = await self._open(http, "anchor", {"hls": True, "file": True, "rtmp": rtmp})
         async with self._socket(sid, record) as ws:
             while self.now() < until:
@@ -79,8 +97,7 @@ class SoakClients:
         await http.delete(f"{self.url}/sessions/{sid}")
         await self._settle(http, sid, record)
 
-    async def churn(self, http: aiohttp.ClientSession, until: float, first: int) -> None:
-        """Open, use and leave sessions until ``until``, rotating through BEHAVIOURS from ``first``."""
+    async def _churn(self, http: aiohttp.ClientSession, until: float, first: int) -> None:
         turn = first
         while self.now() < until:
             behaviour = BEHAVIOURS[turn % len(BEHAVIOURS)]
@@ -163,6 +180,9 @@ class SoakClients:
         while True:
             async with http.get(f"{self.url}/sessions/{sid}") as answer:
                 info = await answer.json()
+                if answer.status != 200:
+                    record.ended_at, record.error = round(self.now(), 3), f"its status answered {answer.status}: {info}"
+                    return
             if info["state"] in ENDED or time.monotonic() > deadline:
                 break
             await asyncio.sleep(period)
