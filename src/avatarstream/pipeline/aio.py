@@ -20,6 +20,7 @@ from avatarstream.sources.pcm import PcmBlock
 
 if TYPE_CHECKING:
     from avatarstream.pipeline.pipeline import Pipeline
+    from avatarstream.pipeline.resume import Resumable
 
 _END = object()
 _POLL_S = 0.05
@@ -76,13 +77,14 @@ async def astream(
     seed: int = 0,
     observers: Sequence[RunObserver] = (),
     max_ahead: int = 2,
+    resume: Resumable | None = None,
 ) -> AsyncGenerator[MediaChunk, None]:
     """Async twin of ``Pipeline.stream``: same loop, same frames."""
     bridge = _Bridge(asyncio.get_running_loop(), audio, max_ahead)
 
     def work() -> None:
         try:
-            for media in pipeline.stream(bridge.blocks(), reference_image, prompt, seed=seed, observers=observers):
+            for media in pipeline.stream(bridge.blocks(), reference_image, prompt, seed=seed, observers=observers, resume=resume):
                 if bridge.stopped.is_set():
                     return
                 bridge.put(media)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from avatarstream.pipeline.chunks import Chunk
+
+if TYPE_CHECKING:
+    from avatarstream.pipeline.resume import Resumable
 
 
 @dataclass(frozen=True)
@@ -30,7 +34,12 @@ class ChunkDone:
 
 
 class RunObserver:
-    """Override what you need; every hook is optional."""
+    """Override what you need; every hook is optional.
+
+    ``on_resumable`` is called after every chunk, only for observers that set ``wants_resumable`` (taking the state copies
+    the run's latents and caches to the host)."""
+
+    wants_resumable = False
 
     def on_start(self) -> None: ...
 
@@ -41,3 +50,5 @@ class RunObserver:
     def on_frames(self, first_frame: int, count: int, at_s: float) -> None: ...
 
     def on_end(self, total_frames: int, duration_s: float, at_s: float) -> None: ...
+
+    def on_resumable(self, state: Resumable) -> None: ...

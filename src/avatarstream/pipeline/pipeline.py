@@ -33,6 +33,7 @@ from avatarstream.pipeline.aio import astream
 from avatarstream.pipeline.chunks import Chunk, ChunkPlan, FrameLayout, Piece
 from avatarstream.pipeline.observer import ChunkDone, RunObserver, StageSpan
 from avatarstream.pipeline.overlap import FinalizeWorker
+from avatarstream.pipeline.resume import Resumable, to_device, to_host
 from avatarstream.pipeline.stage import PHASES, Phase, Stage
 from avatarstream.pipeline.state import SessionState, StageContext
 from avatarstream.publish.media import MediaChunk
@@ -150,15 +151,20 @@ class Pipeline:
         *,
         seed: int = 0,
         observers: Sequence[RunObserver] = (),
+        resume: Resumable | None = None,
     ) -> Iterator[MediaChunk]:
         """Yield final frames with their audio as soon as they exist; audio may arrive live.
 
-        With several processes only rank 0 calls it; the others call ``follow``.
+        ``resume``: carry on a run from its state (observers that want it get one after every chunk); the audio is what
+        follows the state's, and the frames continue its timeline. With several processes only rank 0 calls it; the others
+        call ``follow``.
         """
         groups = self.runtime.parallel
         if not groups.distributed:
-            yield from _Run(self, iter(audio), seed, observers).execute(reference_image, prompt)
+            yield from _Run(self, iter(audio), seed, observers).execute(reference_image, prompt, resume)
             return
+        if resume is not None:
+            raise InputError("a run split over several processes (--parallel) cannot be resumed from a saved state; run it on one")
         if groups.role != "lead":
             raise PipelineGraphError(f"rank {groups.rank} follows rank 0's runs: call follow(), not stream()")
         with stops_every_rank(groups):
@@ -180,10 +186,17 @@ class Pipeline:
                         pass
 
     def astream(
-        self, audio: AsyncIterable[PcmBlock], reference_image: Any, prompt: str = "", *, seed: int = 0, observers: Sequence[RunObserver] = ()
+        self,
+        audio: AsyncIterable[PcmBlock],
+        reference_image: Any,
+        prompt: str = "",
+        *,
+        seed: int = 0,
+        observers: Sequence[RunObserver] = (),
+        resume: Resumable | None = None,
     ) -> AsyncGenerator[MediaChunk, None]:
         """Async twin of ``stream`` for live sources (sockets, agents); see ``pipeline.aio``."""
-        return astream(self, audio, reference_image, prompt, seed=seed, observers=observers)
+        return astream(self, audio, reference_image, prompt, seed=seed, observers=observers, resume=resume)
 
 
 def _total_video_of(run: weakref.ref[_Run]) -> Callable[[], int | None]:
@@ -208,17 +221,21 @@ class _Run:
         self.t0 = time.perf_counter()
         self.total_frames: int | None = None  # timeline frames, once the audio has ended
         self.total_video: int | None = None  # video frames: round(duration x fps)
+        self._host_values: dict[str, Any] | None = None  # the init outputs as a resumable state holds them
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
 
-    def execute(self, reference_image: Any, prompt: str) -> Iterator[MediaChunk]:
+    def execute(self, reference_image: Any, prompt: str, resume: Resumable | None = None) -> Iterator[MediaChunk]:
         for obs in self.observers:
             obs.on_start()
-        self._run_init(reference_image, prompt, self.p._by_phase["chunk"][0])
+        if resume is None:
+            self._run_init(reference_image, prompt, self.p._by_phase["chunk"][0])
+        else:
+            self._restore(resume)
         worker = self._finalizer()
         try:
-            yield from self._chunk_loop(worker)
+            yield from self._chunk_loop(worker, resume)
             if self.gate is not None:
                 self.gate.end()  # a follower reads rank 0's stop for the chunk after the last
         finally:
@@ -265,9 +282,34 @@ class _Run:
                 seconds.append(self.now() - start)
             send_decoded(Decoded(step["frames"], seconds), groups.from_decoder, self.p.device)
 
-    def _chunk_loop(self, worker: FinalizeWorker[MediaChunk] | RemoteFinalizer | None) -> Iterator[MediaChunk]:
-        chunk = self.p.plan.first()
-        next_publish = 0
+    def _restore(self, state: Resumable) -> None:
+        """Put a saved run's values, latents, caches and audio in place of the init stages' work."""
+        device = self.p.device
+        self.session = SessionState(seed=state.seed, values=to_device(state.values, device), caches=to_device(state.caches, device))
+        for index, latents in sorted(state.held.items()):
+            self.session.held.put(self.p.plan.n_chunk(index), latents.to(device))
+        self.timeline.restore(state.audio)
+        self._host_values = state.values
+
+    def _resumable(self, chunk: Chunk, next_publish: int) -> Resumable:
+        if self._host_values is None:  # the init outputs never change: copied to the host once
+            self._host_values = to_host(self.session.values)
+        return Resumable(
+            next_chunk=(chunk.kind, chunk.index),
+            next_publish=next_publish,
+            published_frames=self.p.frames.video_range(0, next_publish)[1] if next_publish else 0,
+            values=self._host_values,
+            held={index: to_host(latents) for index, latents in self.session.held.by_index().items()},
+            caches=to_host(self.session.caches),
+            audio=self.timeline.snapshot(),
+            seed=self.session.seed,
+        )
+
+    def _chunk_loop(self, worker: FinalizeWorker[MediaChunk] | RemoteFinalizer | None, resume: Resumable | None) -> Iterator[MediaChunk]:
+        plan = self.p.plan
+        chunk = plan.first() if resume is None else (plan.n_chunk if resume.next_chunk[0] == "N" else plan.i_chunk)(resume.next_chunk[1])
+        next_publish = 0 if resume is None else resume.next_publish
+        savers = [obs for obs in self.observers if obs.wants_resumable]
         ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avatarstream-ahead") if self._reads_ahead(worker) else None
         prepared: tuple[Chunk, Future[dict[str, Any]]] | None = None
         try:
@@ -302,6 +344,12 @@ class _Run:
                 if prepared is not None:
                     prepared[1].result()  # it reads the audio that is about to be trimmed
                 self._discard_audio(chunk, next_publish)
+                if savers:
+                    for media in worker.drain() if worker is not None else ():  # the state is whole only once its frames are out
+                        yield self._emit(media)
+                    state = self._resumable(chunk, next_publish)
+                    for obs in savers:
+                        obs.on_resumable(state)
                 release_free_memory()  # what this chunk freed leaves RSS now, whichever thread's arena holds it
             if worker is not None:
                 for media in worker.drain():

@@ -51,6 +51,10 @@ class HeldLatents:
     def __len__(self) -> int:
         return len(self._chunks)
 
+    def by_index(self) -> dict[int, torch.Tensor]:
+        """The held latents by N-chunk index (what a resumable state keeps)."""
+        return {index: latents for index, (_, latents) in self._chunks.items()}
+
 
 @dataclass
 class SessionState:

@@ -11,6 +11,8 @@ longer need, so memory stays constant over any duration.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import av
 import numpy as np
 
@@ -49,11 +51,34 @@ class SampleTrack:
             out[:, lo - start : hi - start] = self._data[:, lo - self.first : hi - self.first]
         return out
 
+    def replace(self, first: int, samples: np.ndarray, end: int) -> None:
+        """Hold ``samples`` from ``first`` on, cut or padded with silence to end at ``end``."""
+        self.first = first
+        self._data = np.zeros((self.channels, end - first), np.float32)
+        keep = min(samples.shape[1], end - first)
+        self._data[:, :keep] = samples[:, :keep]
+
     def discard_before(self, sample: int) -> None:
         drop = min(max(sample - self.first, 0), self._data.shape[1])
         if drop:
             self._data = self._data[:, drop:].copy()
             self.first += drop
+
+
+@dataclass(frozen=True)
+class TimelineState:
+    """What a timeline still holds (samples from ``*_first`` on) and how much input it took: enough to carry a session on elsewhere."""
+
+    model_first: int
+    model: np.ndarray
+    output_first: int
+    output: np.ndarray
+    input_samples: int
+    input_rate: int | None
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.model.nbytes + self.output.nbytes)
 
 
 class _Resampled:
@@ -129,6 +154,23 @@ class AudioTimeline:
         if self.ended:
             return float("inf")
         return min(self.model_track.end / self.model_track.rate, self.output_track.end / self.output_track.rate)
+
+    def snapshot(self) -> TimelineState:
+        """A copy of what is held, for a resumable state (a live stream's: one that has not ended)."""
+        model, output = self.model_track, self.output_track
+        return TimelineState(
+            model.first, model.read(model.first, model.end), output.first, output.read(output.first, output.end), self._input_samples, self._input_rate
+        )
+
+    def restore(self, state: TimelineState) -> None:
+        """Continue from ``state``: its samples at their absolute positions, the next input after its last.
+
+        Fresh resamplers start without the old ones' filter tail, so each track is cut or padded with silence to exactly where
+        the input has reached; the seam loses at most the resampler's delay (about a millisecond), and the timeline stays exact."""
+        self._input_samples, self._input_rate = state.input_samples, state.input_rate
+        for track, first, samples in ((self.model_track, state.model_first, state.model), (self.output_track, state.output_first, state.output)):
+            end = state.input_samples * track.rate // state.input_rate if state.input_rate else first + samples.shape[1]
+            track.replace(min(first, end), samples, end)
 
     def total_frames(self, fps: int) -> int | None:
         """round(duration x fps) once the stream has ended, else None."""
