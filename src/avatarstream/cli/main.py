@@ -13,7 +13,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from avatarstream.cli import bench, parity, render, serve
+from avatarstream.cli import bench, fleet, parity, render, serve
 from avatarstream.cli import eval as eval_cli
 from avatarstream.cli.help_format import OneLineErrors
 from avatarstream.errors import AvatarStreamError
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_parser(commands)
     bench.add_parser(commands)
     serve.add_parser(commands)
+    fleet.add_parser(commands)
     eval_cli.add_parser(commands)
     parity.add_parser(commands)
     return parser

@@ -37,15 +37,22 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         epilog="example: avatarstream serve --port 8000   (then open http://127.0.0.1:8000/)",
         formatter_class=DefaultsHelpFormatter,
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to bind; any non-loopback address needs --token")
-    p.add_argument("--port", type=int, default=8000, help="port to bind")
-    p.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token every API call must carry (default: ${TOKEN_ENV})")
+    add_server_arguments(p)
     add_runtime_arguments(p)
     p.add_argument("--nproc", type=int, default=1, help="processes (one per GPU) under torchrun that run each session together; rank 0 serves HTTP")
     add_parallel_argument(p)
     p.add_argument(
         "--max-sessions", type=int, help="sessions and batch jobs at once; one more gets 503 with Retry-After (default: 4; 1 with --nproc, which it must be)"
     )
+    add_model_arguments(p)
+    p.set_defaults(run=run)
+
+
+def add_server_arguments(p: argparse.ArgumentParser) -> None:
+    """Where the API listens, its token and its limits (``serve`` and ``fleet`` share them)."""
+    p.add_argument("--host", default="127.0.0.1", help="address to bind; any non-loopback address needs --token")
+    p.add_argument("--port", type=int, default=8000, help="port to bind")
+    p.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token every API call must carry (default: ${TOKEN_ENV})")
     p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds a live session may go without any client activity")
     p.add_argument("--max-upload-mb", type=float, default=50.0, help="largest request body or WebSocket message, in MiB")
     p.add_argument("--max-queued-audio", type=float, default=60.0, help="seconds of streamed speech a session queues before the socket waits")
@@ -54,16 +61,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", default="veryfast", help="x264 speed preset")
     p.add_argument("--work-dir", type=Path, help="folder for session files (default: a fresh temporary folder)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="JSON logs on stderr")
-    add_model_arguments(p)
-    p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def server_settings(args: argparse.Namespace, *, max_sessions: int, processes: int = 1) -> ServeSettings:
+    """The settings ``add_server_arguments``, the runtime and the model arguments give, checked."""
     from avatarstream.serve import ServeSettings
 
     if not 0 < args.max_upload_mb < 2**20:  # also refuses NaN, which round() below could not convert
         raise InputError(f"--max-upload-mb must be a number of MiB above 0 (and below 1 TiB), got {args.max_upload_mb}")
-    settings = ServeSettings(
+    return ServeSettings(
         host=args.host,
         port=args.port,
         token=args.token or None,
@@ -73,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         device=args.device,
         generation=generation_options(args),
-        max_sessions=args.max_sessions if args.max_sessions is not None else (1 if args.nproc > 1 else 4),
+        max_sessions=max_sessions,
         idle_timeout_s=args.idle_timeout,
         max_upload_bytes=round(args.max_upload_mb * 2**20),
         max_queued_audio_s=args.max_queued_audio,
@@ -82,8 +88,12 @@ def run(args: argparse.Namespace) -> int:
         preset=args.preset,
         threads=args.threads,
         work_dir=args.work_dir,
-        processes=args.nproc,
+        processes=processes,
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = server_settings(args, max_sessions=args.max_sessions if args.max_sessions is not None else (1 if args.nproc > 1 else 4), processes=args.nproc)
     check_port(settings.host, settings.port, "--port", what="the API")  # before the model loads, not after
     relaunch(args.nproc, getattr(args, "argv", sys.argv[1:]), args.parallel)  # returns in a torchrun worker or when --nproc is 1
     rank, device = init_rank(resolve_device(settings.device), args.parallel)

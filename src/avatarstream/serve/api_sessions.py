@@ -13,10 +13,10 @@ from starlette.datastructures import UploadFile as StarletteUpload
 
 from avatarstream.errors import InputError
 from avatarstream.serve.audio_input import ClipSegment
-from avatarstream.serve.context import Server, ServerContext, authorized, form_body
+from avatarstream.serve.context import Blocking, Server, ServerContext, authorized, form_body
 from avatarstream.serve.problems import Conflict, NotFound
 from avatarstream.serve.schemas import AudioQueued, Interrupted, Outputs, Problem, SessionInfo
-from avatarstream.serve.session import Mode, Session
+from avatarstream.serve.session import Mode, SavedSession, Session
 from avatarstream.serve.uploads import AUDIO_TYPES, check_audio_type, open_upload_audio, reference_image, save_body, save_upload
 
 router = APIRouter(prefix="/sessions", tags=["live sessions"], dependencies=[Depends(authorized)])
@@ -25,6 +25,18 @@ HLS_TYPES = {".m3u8": "application/vnd.apple.mpegurl", ".mp4": "video/mp4", ".m4
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404, 413, 415, 422, 503)}
 IDENTITY_HELP = "demo: the model's default avatar (the one `avatarstream render` uses), when neither reference nor avatar is given"
 AVATAR_HELP = "procedural identity SEED, as `render --avatar SEED` (what the demo weights were trained on)"
+
+
+#: The body of an audio upload: a form with the file in ``audio``, or the file itself (FastAPI cannot infer either).
+UPLOAD_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {"schema": {"type": "object", "required": ["audio"], "properties": {"audio": {"type": "string", "format": "binary"}}}},
+            **{t: {"schema": {"type": "string", "format": "binary"}} for t in AUDIO_TYPES},
+        },
+    }
+}
 
 
 class Offer(BaseModel):
@@ -50,10 +62,13 @@ async def open_session(
     seed: int,
     outputs: Outputs,
     audio: UploadFile | None = None,
+    *,
+    resume: SavedSession | None = None,
+    saving: bool = False,
 ) -> Session:
-    """Admit, read the inputs into the new session's folder, start the run (shared by live sessions and jobs).
+    """Admit, read the inputs into the new session's folder, start the run (shared by live sessions, jobs and a fleet's slots).
 
-    A batch job always writes its MP4, and its outputs say so."""
+    A batch job always writes its MP4, and its outputs say so. ``resume`` and ``saving``: see ``SessionManager.start``."""
     if seed < 0:
         raise InputError(f"seed must be 0 or more, got {seed}")
     if mode == "batch":
@@ -70,7 +85,7 @@ async def open_session(
     except BaseException:
         manager.release(folder)
         raise
-    return manager.start(mode, folder, outputs, image, prompt, seed, source)
+    return manager.start(mode, folder, outputs, image, prompt, seed, source, resume=resume, saving=saving)
 
 
 @router.post("", status_code=201, response_model=SessionInfo, responses=ERRORS, summary="Open a live session", dependencies=[Depends(form_body)])
@@ -106,22 +121,14 @@ async def close_session(sid: str, server: Server) -> SessionInfo:
     response_model=AudioQueued,
     responses=ERRORS,
     summary="Speak an audio file",
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "multipart/form-data": {"schema": {"type": "object", "required": ["audio"], "properties": {"audio": {"type": "string", "format": "binary"}}}},
-                **{t: {"schema": {"type": "string", "format": "binary"}} for t in AUDIO_TYPES},
-            },
-        }
-    },
+    openapi_extra=UPLOAD_BODY,
 )
 async def upload_audio(sid: str, request: Request, server: Server) -> AudioQueued:
     """A multipart form with the file in field ``audio`` (as POST /jobs takes it), or the file itself as the body.
 
     It is queued after what is already queued and spoken in real time."""
     session = server.manager.get(sid, "live")
-    path = await _receive_audio(request, session.folder, server)
+    path = await receive_audio(request, session.folder, server.settings.max_upload_bytes, server.blocking)
     source = await server.blocking(open_upload_audio, path)
     clip = ClipSegment(source, path)
     try:
@@ -134,19 +141,19 @@ async def upload_audio(sid: str, request: Request, server: Server) -> AudioQueue
     return AudioQueued(clip_s=None if clip.duration_s is None else round(clip.duration_s, 3), queued_audio_s=round(live.queued_s, 3))
 
 
-async def _receive_audio(request: Request, folder: Path, server: ServerContext) -> Path:
-    """The uploaded file stored in ``folder``: from the form's ``audio`` field or the raw body."""
+async def receive_audio(request: Request, folder: Path, max_bytes: int, blocking: Blocking) -> Path:
+    """The uploaded file stored in ``folder``: from the form's ``audio`` field or the raw body (the fleet's ingress takes it so too)."""
     content_type = request.headers.get("content-type") or ""
     if not content_type.startswith("multipart/form-data"):
         check_audio_type(content_type)
-        return await save_body(request, folder, server.settings.max_upload_bytes)
+        return await save_body(request, folder, max_bytes)
     form = await request.form(max_files=1, max_fields=8)
     try:
         upload = form.get("audio")
         if not isinstance(upload, StarletteUpload):
             raise InputError("the form needs the audio file in a field named 'audio'")
         check_audio_type(upload.content_type)
-        return await server.blocking(save_upload, upload, folder, server.settings.max_upload_bytes)
+        return await blocking(save_upload, upload, folder, max_bytes)
     finally:
         await form.close()
 

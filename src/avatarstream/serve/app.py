@@ -109,7 +109,7 @@ def create_app(settings: ServeSettings, device: torch.device | None = None) -> F
     )
     app.state.server = context
     app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes)
-    _add_handlers(app)
+    add_handlers(app)
     app.include_router(api_sessions.router)
     app.include_router(api_audio_ws.router)
     app.include_router(api_jobs.router)
@@ -125,7 +125,9 @@ def _warm_up(pipeline: Pipeline, reference: np.ndarray) -> None:
         pass
 
 
-def _add_handlers(app: FastAPI) -> None:
+def add_handlers(app: FastAPI) -> None:
+    """Errors as JSON with the status they mean, and one log line per request (the fleet's ingress uses them too)."""
+
     @app.exception_handler(ServeError)
     async def serve_error(request: Request, err: ServeError) -> JSONResponse:
         return JSONResponse({"detail": str(err)}, status_code=err.status, headers=err.headers)

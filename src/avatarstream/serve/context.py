@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
@@ -17,6 +17,7 @@ from avatarstream.serve.settings import ServeSettings
 from avatarstream.serve.uploads import ReferenceMaker
 
 T = TypeVar("T")
+Blocking = Callable[..., Awaitable[Any]]  # runs file and codec work off the event loop: ServerContext.blocking, asyncio.to_thread
 
 
 @dataclass

@@ -26,6 +26,8 @@ import numpy as np
 from avatarstream.serve.audio_input import RATE
 from avatarstream.sources.pcm import PcmBlock
 
+MARKS = 512  # blocks remembered for speech_done_at: about 40 s at 25 fps, far more than a chunk and its look-ahead
+
 
 class Segment(Protocol):
     def read(self, n: int) -> np.ndarray: ...
@@ -76,6 +78,23 @@ class LiveAudio:
         self._room.set()
         self.underruns = 0
         self.first_speech_at: float | None = None  # wall time the first speech was queued
+        # where the speech stream stands, in samples of speech received: spoken or dropped (a resumed session starts further on)
+        self._speech_done = 0
+        self._done_at: deque[tuple[int, int]] = deque(maxlen=MARKS)  # (samples fed, speech done) after each block handed out
+
+    def resume_at(self, fed: int, speech_done: int) -> None:
+        """Carry on a saved session: the timeline already holds ``fed`` samples, and speech resumes after ``speech_done`` samples."""
+        self._fed, self._speech_done = fed, speech_done
+        self._done_at.append((fed, speech_done))
+
+    @property
+    def speech_done(self) -> int:
+        """Speech samples spoken or dropped so far (counted from the start of the session, across resumes)."""
+        return self._speech_done
+
+    def speech_done_at(self, fed: int) -> int | None:
+        """Speech samples spoken or dropped when the pipeline had taken ``fed`` samples (None: too long ago, or not yet)."""
+        return next((done for at, done in reversed(self._done_at) if at == fed), None)
 
     # -- the client's side ----------------------------------------------------------------------
 
@@ -125,7 +144,7 @@ class LiveAudio:
     async def __anext__(self) -> PcmBlock:
         while not self._closed.is_set():
             if self._t0 is None:
-                self._t0 = self._clock()  # the clock starts with the first pull, after the init stages
+                self._t0 = self._clock() - self._fed / RATE  # the clock starts with the first pull, after the init stages (or where a saved session was)
             now = self._media_now()
             fed_s = self._fed / RATE
             if now > fed_s:  # this audio should already be playing: the output stalls here
@@ -141,9 +160,11 @@ class LiveAudio:
             samples = self._take_speech(min(room, self._block))
             if samples.size:
                 self._mark_speech(samples.size)
+                self._speech_done += samples.size
             else:
                 samples = np.zeros(min(room, self._block), np.float32)
             self._fed += samples.size
+            self._done_at.append((self._fed, self._speech_done))
             return PcmBlock(samples[None], RATE)
         raise StopAsyncIteration
 
@@ -173,6 +194,7 @@ class LiveAudio:
         while self._queue:
             segment = self._queue.popleft()
             dropped += segment.remaining_s
+            self._speech_done += round(segment.remaining_s * RATE)
             segment.close()
         self._update_room()
         return dropped

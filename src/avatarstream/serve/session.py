@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from avatarstream.errors import AvatarStreamError
 from avatarstream.pipeline.observer import ChunkDone, RunObserver
 from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.pipeline.resume import Resumable
 from avatarstream.publish.media import MediaChunk
 from avatarstream.publish.publisher import Publisher
 from avatarstream.serve.live_audio import Interruption, LiveAudio
@@ -32,6 +33,14 @@ from avatarstream.sources.pcm import PcmBlock
 
 Mode = Literal["live", "batch"]
 EVENT_QUEUE = 64  # events buffered per listener; a slow listener loses the oldest
+
+
+@dataclass(frozen=True)
+class SavedSession:
+    """A live session between two chunks, enough to carry it on elsewhere: the run's state and how much of the speech it is done with."""
+
+    state: Resumable
+    speech_done: int
 
 
 @dataclass
@@ -59,6 +68,9 @@ class Session:
         reference: np.ndarray,
         prompt: str,
         seed: int,
+        *,
+        resume: SavedSession | None = None,
+        saving: bool = False,
     ) -> None:
         self.id = sid
         self.log_id = hashlib.sha256(sid.encode()).hexdigest()[:10]  # follows a session through the logs; reveals nothing of its id
@@ -79,7 +91,10 @@ class Session:
         self.created = time.monotonic()
         self.last_active = self.created
         self.sockets = 0
-        self.frames = 0
+        self.resume = resume
+        self.saving = saving  # keep the run's resumable state after every chunk (a fleet's replica)
+        self._state: Resumable | None = None
+        self.frames = 0 if resume is None else resume.state.published_frames
         self.ttff_s: float | None = None
         self.first_speech_latency_s: float | None = None
         self.speaking = False
@@ -97,7 +112,9 @@ class Session:
         """Stream frames from the pipeline into the publisher until the audio ends or ``stop()``."""
         pipeline = self.engine.pipeline
         try:
-            stream = pipeline.astream(self.audio, self.reference, self.prompt, seed=self.seed, observers=[_ChunkTimer(self)])
+            observers: list[RunObserver] = [_ChunkTimer(self), *([_StateKeeper(self)] if self.saving else [])]
+            resume = None if self.resume is None else self.resume.state
+            stream = pipeline.astream(self.audio, self.reference, self.prompt, seed=self.seed, observers=observers, resume=resume)
             async with contextlib.aclosing(stream) as media:
                 async for chunk in media:
                     self._in_submit = True
@@ -134,6 +151,14 @@ class Session:
         event("interrupted", session=self.log_id, **asdict(done))
         self.broadcast(InterruptedEvent(**asdict(done)))
         return done
+
+    def saved(self) -> SavedSession | None:
+        """The latest resumable state (None before the first chunk, or when its speech position has gone from memory)."""
+        state = self._state
+        if state is None or self.live is None:
+            return None
+        done = self.live.speech_done_at(state.audio.input_samples)
+        return None if done is None else SavedSession(state, done)
 
     def close_outputs(self) -> list[Any]:
         """Finalize every output (blocking; run on a worker thread) once the run has ended."""
@@ -229,6 +254,20 @@ class _ChunkTimer(RunObserver):
         if session is not None:
             session.chunk_latency_s = seconds
         self._histogram.observe(seconds)
+
+
+class _StateKeeper(RunObserver):
+    """Keeps the run's latest resumable state on the session (set on the pipeline's thread, read on the event loop)."""
+
+    wants_resumable = True
+
+    def __init__(self, session: Session) -> None:
+        self._session = weakref.ref(session)
+
+    def on_resumable(self, state: Resumable) -> None:
+        session = self._session()
+        if session is not None:
+            session._state = state
 
 
 def _round(value: float | None) -> float | None:

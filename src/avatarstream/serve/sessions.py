@@ -24,7 +24,7 @@ from avatarstream.serve.logs import event
 from avatarstream.serve.outputs import build_outputs
 from avatarstream.serve.problems import Busy, NotFound
 from avatarstream.serve.schemas import Outputs, SessionInfo
-from avatarstream.serve.session import Engine, Mode, Session
+from avatarstream.serve.session import Engine, Mode, SavedSession, Session
 from avatarstream.serve.settings import ServeSettings
 from avatarstream.serve.ws_messages import ClosedEvent
 from avatarstream.sources.audio_file import AudioFileSource
@@ -75,8 +75,22 @@ class SessionManager:
         self._reserved -= 1
         shutil.rmtree(folder, ignore_errors=True)
 
-    def start(self, mode: Mode, folder: Path, spec: Outputs, reference: np.ndarray, prompt: str, seed: int, audio: AudioFileSource | None = None) -> Session:
-        """Open outputs and start the run in a reserved slot; on failure the slot and folder are freed."""
+    def start(
+        self,
+        mode: Mode,
+        folder: Path,
+        spec: Outputs,
+        reference: np.ndarray,
+        prompt: str,
+        seed: int,
+        audio: AudioFileSource | None = None,
+        *,
+        resume: SavedSession | None = None,
+        saving: bool = False,
+    ) -> Session:
+        """Open outputs and start the run in a reserved slot; on failure the slot and folder are freed.
+
+        ``resume`` carries a saved live session on; ``saving`` keeps its resumable state after every chunk (a fleet's replica)."""
         try:
             outputs = build_outputs(spec, folder, live=mode == "live")
             try:
@@ -92,7 +106,10 @@ class SessionManager:
             raise
         self._reserved -= 1
         sid = secrets.token_urlsafe(18)
-        session = Session(sid, mode, self.engine, folder, spec, outputs, publisher, self._audio(mode, audio), reference, prompt, seed)
+        source = self._audio(mode, audio)
+        if resume is not None and isinstance(source, LiveAudio):
+            source.resume_at(resume.state.audio.input_samples, resume.speech_done)
+        session = Session(sid, mode, self.engine, folder, spec, outputs, publisher, source, reference, prompt, seed, resume=resume, saving=saving)
         self.active[sid] = session
         session.task = asyncio.get_running_loop().create_task(self._run(session))
         self.engine.metrics.started.labels(mode).inc()

@@ -1,0 +1,11 @@
+"""Many sessions on many machines: avatarstream as a Ray Serve application (``pip install avatarstream[fleet]``).
+
+One ingress takes the single server's HTTP API and routes each session's audio
+and control to the replica that owns it; every replica holds one session slot
+(a Ray Serve request that lasts as long as its session, which is also the
+admission control and what autoscaling counts) and runs the single server's
+own app on its node, so video leaves from the replica. Each chunk the replica
+reports the session's small resumable state to the ingress; when a replica or
+its node dies, the ingress carries the session on on another replica from
+that state, with its timeline continuing. docs/fleet.md has the set-up.
+"""

@@ -1,0 +1,124 @@
+"""The fleet's HTTP API: the single server's session routes, answered by the ingress and the replica that holds each session.
+
+Clients do not change: the same paths, forms and WebSocket protocol as
+``avatarstream serve``. Session JSON adds ``placement`` (replica, node, the
+replica's URL) and ``resumes``; links to video (HLS, WebRTC, the MP4, the
+preview page) point at the replica, which serves them itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, File, Form, Request, UploadFile
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from avatarstream.errors import InputError
+from avatarstream.fleet import api_audio
+from avatarstream.fleet.schemas import FleetHealth, FleetSessionInfo
+from avatarstream.fleet.sessions import Fleet
+from avatarstream.fleet.slot import OpenRequest
+from avatarstream.serve.api_sessions import AVATAR_HELP, ERRORS, IDENTITY_HELP, UPLOAD_BODY, parse_outputs
+from avatarstream.serve.app import add_handlers
+from avatarstream.serve.context import form_body
+from avatarstream.serve.schemas import AudioQueued, Interrupted
+from avatarstream.serve.uploads import check_image_type
+
+
+def fleet(request: Request) -> Fleet:
+    return request.app.state.fleet
+
+
+def authorized(request: Request) -> None:
+    fleet(request).auth.check(request.headers.get("authorization"))
+
+
+FleetDep = Annotated[Fleet, Depends(fleet)]
+router = APIRouter(prefix="/sessions", tags=["live sessions"], dependencies=[Depends(authorized)])
+
+
+@router.post("", status_code=201, response_model=FleetSessionInfo, responses=ERRORS, summary="Open a live session", dependencies=[Depends(form_body)])
+async def create_session(
+    fleet: FleetDep,
+    identity: Annotated[str, Form(description=IDENTITY_HELP)] = "demo",
+    reference: Annotated[UploadFile | None, File(description="reference image (PNG/JPEG), centre-cropped")] = None,
+    avatar: Annotated[int | None, Form(ge=0, description=AVATAR_HELP)] = None,
+    prompt: Annotated[str, Form(max_length=2000)] = "",
+    seed: Annotated[int, Form()] = 0,
+    outputs: Annotated[str, Form(description='JSON of Outputs, e.g. {"hls": true, "webrtc": true, "file": true}')] = "{}",
+) -> dict[str, Any]:
+    """On a free replica (503 with Retry-After when every slot is busy); the replica checks the inputs as the single server does."""
+    if seed < 0:
+        raise InputError(f"seed must be 0 or more, got {seed}")
+    parse_outputs(outputs)  # a bad spec is a 422 here, before a slot is taken
+    image = None
+    if reference is not None:
+        check_image_type(reference.content_type)
+        image = await reference.read(fleet.settings.serve.max_upload_bytes + 1)
+    request = OpenRequest(identity, avatar, prompt, seed, outputs, image, reference.content_type if reference is not None else None)
+    session = await fleet.open(request)
+    return session.public_info()
+
+
+@router.get("/{sid}", response_model=FleetSessionInfo, responses=ERRORS, summary="Status, figures and placement of a session")
+async def session_status(sid: str, fleet: FleetDep) -> dict[str, Any]:
+    return await fleet.info(sid)
+
+
+@router.delete("/{sid}", response_model=FleetSessionInfo, responses=ERRORS, summary="Close a session")
+async def close_session(sid: str, fleet: FleetDep) -> dict[str, Any]:
+    return await fleet.close(sid)
+
+
+@router.post("/{sid}/audio", status_code=202, response_model=AudioQueued, responses=ERRORS, summary="Speak an audio file", openapi_extra=UPLOAD_BODY)
+async def upload_audio(sid: str, request: Request, fleet: FleetDep) -> AudioQueued:
+    """As on the single server: a multipart form with the file in field ``audio``, or the file itself as the body."""
+    session = fleet.get(sid)
+    clip = await api_audio.receive_clip(request, session.folder, fleet.settings.serve.max_upload_bytes)
+    await session.feed.put(clip)
+    queued = float(session.info["stats"]["queued_audio_s"]) + (clip.duration_s or 0.0)
+    return AudioQueued(clip_s=None if clip.duration_s is None else round(clip.duration_s, 3), queued_audio_s=round(queued, 3))
+
+
+@router.post("/{sid}/interrupt", response_model=Interrupted, responses=ERRORS, summary="Drop queued speech")
+async def interrupt(sid: str, fleet: FleetDep) -> dict[str, Any]:
+    return await fleet.interrupt(fleet.get(sid))
+
+
+def create_fleet_app(state: Fleet) -> FastAPI:
+    """The ingress's app over the fleet's sessions (Ray Serve builds it on the ingress replica)."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await state.start()
+        try:
+            yield
+        finally:
+            await state.shutdown()
+
+    app = FastAPI(title="avatarstream fleet", summary="Live talking-avatar sessions on a Ray Serve fleet.", version="0.1.0", lifespan=lifespan)
+    app.state.fleet = state
+
+    add_handlers(app)
+    app.include_router(router)
+    app.include_router(api_audio.router)
+
+    @app.get("/healthz", response_model=FleetHealth, tags=["server"], summary="Liveness, slots and whether a token is needed")
+    async def healthz(request: Request) -> FleetHealth:
+        return FleetHealth(
+            status="ok",
+            model=state.settings.serve.model,
+            sessions=len(state.sessions),
+            max_sessions=state.running,
+            draining=state.draining,
+            auth_required=state.auth.required,
+        )
+
+    @app.get("/metrics", tags=["server"], summary="Prometheus metrics", dependencies=[Depends(authorized)], response_class=Response)
+    async def metrics() -> Response:
+        return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    return app

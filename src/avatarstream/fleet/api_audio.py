@@ -1,0 +1,108 @@
+"""The audio WebSocket and uploads at the ingress: decoded here, then sent on to the session's replica in order.
+
+The protocol is the single server's (serve/api_audio_ws.py): binary PCM of the
+query's format or whole encoded clips, JSON ``interrupt`` controls, events back.
+When the session's replica is lost the socket closes with 1012 and the
+session resumes elsewhere: reconnect to the same URL and go on sending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request, WebSocket
+from pydantic import ValidationError
+
+from avatarstream.errors import InputError
+from avatarstream.fleet.sessions import Close, Fleet, FleetSession
+from avatarstream.serve.api_audio_ws import CLEAN_CLOSES, refuse
+from avatarstream.serve.api_sessions import receive_audio
+from avatarstream.serve.audio_input import ClipSegment, PcmDecoder
+from avatarstream.serve.problems import ServeError
+from avatarstream.serve.uploads import open_upload_audio, store_clip
+from avatarstream.serve.ws_messages import ErrorEvent, InterruptCommand
+
+router = APIRouter()
+
+
+async def receive_clip(request: Request, folder: Path, max_bytes: int) -> ClipSegment:
+    path = await receive_audio(request, folder, max_bytes, asyncio.to_thread)
+    return ClipSegment(await asyncio.to_thread(open_upload_audio, path), path)
+
+
+@router.websocket("/sessions/{sid}/audio")
+async def audio_socket(ws: WebSocket, sid: str, format: str = "s16le", rate: int = 16000, channels: int = 1, token: str | None = None) -> None:
+    fleet: Fleet = ws.app.state.fleet
+    try:
+        fleet.auth.check(ws.headers.get("authorization"), token)
+        session = fleet.get(sid)
+        decoder = None if format == "encoded" else PcmDecoder(format, rate, channels)
+    except (ServeError, InputError) as err:
+        await refuse(ws, err)
+        return
+    await ws.accept()
+    session.sockets += 1
+    events = session.listen()
+    closed_here: list[Close] = []
+    sender = asyncio.create_task(_send_events(ws, events, closed_here))
+    code = 1006
+    try:
+        code = await _receive(ws, fleet, session, decoder)
+    finally:
+        if decoder is not None:
+            decoder.close()
+        session.sockets -= 1
+        session.last_active = time.monotonic()
+        session.listeners.discard(events)
+        sender.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sender
+    if code not in CLEAN_CLOSES and not closed_here:  # a crashed client ends its session, as on the single server
+        await fleet.close_if_running(sid)
+
+
+async def _receive(ws: WebSocket, fleet: Fleet, session: FleetSession, decoder: PcmDecoder | None) -> int:
+    limit = fleet.settings.serve.max_upload_bytes
+    while True:
+        message = await ws.receive()
+        if message["type"] == "websocket.disconnect":
+            return int(message.get("code") or 1006)
+        session.last_active = time.monotonic()
+        data, text = message.get("bytes"), message.get("text")
+        try:
+            if data is not None:
+                if len(data) > limit:
+                    raise InputError(f"message of {len(data)} bytes is over the limit of {limit} bytes; send smaller pieces")
+                await session.feed.put(decoder.decode(data) if decoder is not None else await asyncio.to_thread(store_clip, data, session.folder))
+            elif text is not None:
+                _check_control(text)
+                await fleet.interrupt(session)
+        except InputError as err:
+            with contextlib.suppress(Exception):
+                await ws.send_json(ErrorEvent(message=str(err)).model_dump())
+        except ServeError as err:  # the replica refused the interrupt (the session is resuming, say)
+            with contextlib.suppress(Exception):
+                await ws.send_json(ErrorEvent(message=str(err)).model_dump())
+
+
+def _check_control(text: str) -> None:
+    try:
+        InterruptCommand.model_validate_json(text)
+    except ValidationError:
+        raise InputError('text messages are JSON controls: {"type": "interrupt"}') from None
+
+
+async def _send_events(ws: WebSocket, events: asyncio.Queue[dict[str, Any] | Close], closed_here: list[Close]) -> None:
+    while True:
+        message = await events.get()
+        if isinstance(message, Close):
+            closed_here.append(message)
+            with contextlib.suppress(Exception):
+                await ws.close(code=message.code, reason=message.reason[:120])
+            return
+        with contextlib.suppress(Exception):  # the client may be gone; the receive loop notices
+            await ws.send_json(message)

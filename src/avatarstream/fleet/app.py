@@ -1,0 +1,98 @@
+"""The Ray Serve application: the ingress (one replica, on the head node) over the SessionSlot deployment.
+
+``build_app(settings)`` is what ``avatarstream fleet`` runs; ``app_builder`` is
+the same for a Serve config file (``import_path: avatarstream.fleet.app:app_builder``),
+the way a KubeRay RayService deploys it (docs/fleet.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from pydantic import BaseModel, ConfigDict
+from ray import serve
+from ray.serve import Application
+from ray.serve.handle import DeploymentHandle
+
+from avatarstream.fleet.api import create_fleet_app
+from avatarstream.fleet.sessions import Fleet
+from avatarstream.fleet.settings import FleetSettings
+from avatarstream.fleet.slot import SessionSlot
+from avatarstream.serve.settings import ServeSettings
+
+HEAD_NODE = {"node:__internal_head__": 0.001}  # the resource only the head node has: the ingress lives as long as the cluster
+
+
+class FleetIngress:
+    """The ingress deployment: the fleet's sessions and the app that answers for them."""
+
+    def __init__(self, slots: DeploymentHandle, settings: FleetSettings) -> None:
+        self.fleet = Fleet(settings, slots)
+
+    def __serve_build_asgi_app__(self) -> FastAPI:
+        return create_fleet_app(self.fleet)
+
+
+def build_app(settings: FleetSettings) -> Application:
+    """Both deployments with the options that make one replica one session slot (see slot.py)."""
+    scaling: dict[str, Any] = {"num_replicas": settings.min_replicas}
+    if settings.autoscales:
+        scaling = {
+            "autoscaling_config": {
+                "min_replicas": settings.min_replicas,
+                "max_replicas": settings.max_replicas,
+                "target_ongoing_requests": settings.target_busy,  # busy slots per replica: below 1 keeps free slots ready
+                "upscale_delay_s": 5.0,
+                "downscale_delay_s": 60.0,
+            }
+        }
+    actor: dict[str, Any] = {"num_cpus": settings.replica_cpus, "num_gpus": settings.replica_gpus}
+    if settings.replica_resources:
+        actor["resources"] = settings.replica_resources
+    slot = serve.deployment(
+        name="SessionSlot",
+        max_ongoing_requests=1,
+        graceful_shutdown_timeout_s=settings.drain_timeout_s,  # a replica going away finishes its session first
+        graceful_shutdown_wait_loop_s=1.0,
+        health_check_period_s=2.0,
+        health_check_timeout_s=10.0,
+        ray_actor_options=actor,
+        **scaling,
+    )(SessionSlot)
+    ingress = serve.deployment(
+        name="FleetIngress",
+        num_replicas=1,
+        max_ongoing_requests=100 + 8 * settings.max_replicas,  # every client socket is an ongoing request
+        ray_actor_options={"num_cpus": 0, "resources": HEAD_NODE},
+    )(serve.ingress()(FleetIngress))
+    return ingress.bind(slot.bind(settings), settings)
+
+
+class FleetArgs(BaseModel):
+    """The ``args`` of a Serve config file (or ``serve run ... key=value``); the token comes from AVATARSTREAM_TOKEN."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: str = "demo"
+    weights: Path | None = None
+    device: str = "auto"
+    min_replicas: int = 1
+    max_replicas: int = 1
+    target_busy: float = 0.8
+    replica_cpus: float = 1.0
+    replica_gpus: float = 0.0
+    replica_host: str = "auto"
+    idle_timeout_s: float = 300.0
+    drain_timeout_s: float = 3600.0
+
+
+def app_builder(args: dict[str, Any]) -> Application:
+    import os
+
+    parsed = FleetArgs.model_validate(args)
+    serve_settings = ServeSettings(
+        token=os.environ.get("AVATARSTREAM_TOKEN"), model=parsed.model, weights=parsed.weights, device=parsed.device, idle_timeout_s=parsed.idle_timeout_s
+    )
+    fields = parsed.model_dump(exclude={"model", "weights", "device", "idle_timeout_s"})
+    return build_app(FleetSettings(serve=serve_settings, **fields))

@@ -1,0 +1,403 @@
+"""The ingress's sessions: admission, where each session lives, its speech in, its events out, and resuming it when its
+replica is lost."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import logging
+import secrets
+import shutil
+import tempfile
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import numpy as np
+import ray.exceptions
+
+from avatarstream.errors import AvatarStreamError, InputError
+from avatarstream.fleet.metrics import FleetMetrics
+from avatarstream.fleet.replica_link import ReplicaLink
+from avatarstream.fleet.settings import FleetSettings
+from avatarstream.fleet.slot import OpenRequest, SlotReport
+from avatarstream.fleet.speech import SpeechLog
+from avatarstream.serve.audio_input import RATE, ClipSegment
+from avatarstream.serve.auth import TokenCheck
+from avatarstream.serve.logs import event
+from avatarstream.serve.problems import Busy, NotFound
+from avatarstream.serve.session import EVENT_QUEUE, SavedSession
+
+MAX_ENDED = 1000  # ended sessions' last JSON kept, oldest forgotten first
+PIECE = RATE // 10  # an encoded clip goes to the replica in pieces of 100 ms
+LOST_CLOSE = 1012  # "service restart": the client reconnects to the same session, which resumes elsewhere
+Item = np.ndarray | ClipSegment  # speech waiting at the ingress, in the order it came
+
+
+@dataclasses.dataclass
+class Close:
+    """Tells a client's socket to close with this code (its session goes on)."""
+
+    code: int
+    reason: str
+
+
+class FleetSession:
+    """One session as the ingress knows it. ``link`` reaches the replica that holds it now."""
+
+    def __init__(self, fid: str, request: OpenRequest, report: SlotReport, link: ReplicaLink, folder: Path) -> None:
+        self.id = fid
+        self.log_id = hashlib.sha256(fid.encode()).hexdigest()[:10]
+        self.request = request
+        self.folder = folder  # encoded clips wait here while they are decoded
+        self.state = "running"
+        self.error: str | None = None
+        self.saved: SavedSession | None = None
+        self.speech = SpeechLog()
+        self.feed: asyncio.Queue[Item] = asyncio.Queue(maxsize=64)
+        self.attached = asyncio.Event()  # a replica is reachable (cleared while resuming)
+        self.listeners: set[asyncio.Queue[dict[str, Any] | Close]] = set()
+        self.sockets = 0
+        self.last_active = time.monotonic()
+        self.resumes = 0
+        self.tasks: list[asyncio.Task[None]] = []
+        self.ttff_seen = False
+        self.frames_seen = 0
+        self.underruns_seen = 0
+        self.attach(report, link)
+
+    def attach(self, report: SlotReport, link: ReplicaLink) -> None:
+        self.link = link
+        self.replica, self.node, self.base_url = report.replica, report.node, report.base_url
+        self.info = report.info
+        self.speech_done = report.speech_done
+
+    def listen(self) -> asyncio.Queue[dict[str, Any] | Close]:
+        queue: asyncio.Queue[dict[str, Any] | Close] = asyncio.Queue(EVENT_QUEUE)
+        self.listeners.add(queue)
+        return queue
+
+    def broadcast(self, message: dict[str, Any] | Close) -> None:
+        for queue in self.listeners:
+            if queue.full():
+                queue.get_nowait()
+            queue.put_nowait(message)
+
+    def placement(self) -> dict[str, str]:
+        return {"replica": self.replica, "node": self.node, "url": self.base_url}
+
+    def public_info(self, replica_info: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The replica's session JSON as the fleet's: the fleet's id and links, where it lives, and its resumes."""
+        info = dict(replica_info or self.info)
+        local = info["links"]
+        base = f"/sessions/{self.id}"
+        links = {"self": base}
+        if "audio_ws" in local:
+            links |= {"audio_ws": f"{base}/audio", "audio_upload": f"{base}/audio", "interrupt": f"{base}/interrupt"}
+        links |= {name: self.base_url + local[name] for name in ("preview", "hls", "webrtc", "video") if name in local}
+        state = self.state if self.state in ("resuming", "failed") else info["state"]
+        return info | {
+            "id": self.id,
+            "log_id": self.log_id,
+            "state": state,
+            "error": self.error or info.get("error"),
+            "links": links,
+            "placement": self.placement(),
+            "resumes": self.resumes,
+            "speech_done_s": round(self.speech_done / RATE, 3),
+        }
+
+
+class Fleet:
+    """Every session of the fleet's ingress. ``slots`` is the handle of the SessionSlot deployment."""
+
+    def __init__(self, settings: FleetSettings, slots: Any) -> None:
+        self.settings = settings
+        self.slots = slots
+        self.auth = TokenCheck(settings.serve.token)
+        self.sessions: dict[str, FleetSession] = {}
+        self.ended: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.running = 0  # replicas running now (polled from Serve)
+        self.draining = 0
+        self.metrics = FleetMetrics(lambda: float(self.busy), lambda: float(max(self.running - self.busy, 0)), lambda: float(self.draining))
+        self.work_dir = Path(tempfile.mkdtemp(prefix="avatarstream-fleet-"))
+        self._http: aiohttp.ClientSession | None = None
+        self._loops: list[asyncio.Task[None]] = []
+
+    @property
+    def busy(self) -> int:
+        return sum(1 for s in self.sessions.values() if s.state == "running")
+
+    @property
+    def http(self) -> aiohttp.ClientSession:
+        if self._http is None:
+            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30, sock_connect=5))
+        return self._http
+
+    # -- life of the ingress ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self._count_replicas()
+        self._loops = [asyncio.create_task(self._every(1.0, self._count_replicas)), asyncio.create_task(self._every(1.0, self._reap))]
+
+    async def shutdown(self) -> None:
+        for task in self._loops:
+            task.cancel()
+        await asyncio.gather(*(self.close(fid) for fid in list(self.sessions)), return_exceptions=True)
+        if self._http is not None:
+            await self._http.close()
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    async def _every(self, seconds: float, work: Any) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                await work()
+            except Exception:
+                logging.getLogger(__name__).exception("fleet housekeeping failed")
+
+    async def _count_replicas(self) -> None:
+        """Replicas running and stopping, from Serve's controller (what admission and the slot metrics use)."""
+        from ray import serve
+
+        status = await asyncio.to_thread(serve.status)
+        app = status.applications.get(self.settings.app_name)
+        deployment = app.deployments.get("SessionSlot") if app is not None else None
+        states = {str(getattr(state, "value", state)): count for state, count in (deployment.replica_states if deployment is not None else {}).items()}
+        self.running, self.draining = states.get("RUNNING", 0), states.get("STOPPING", 0)
+
+    async def _reap(self) -> None:
+        """Close sessions nobody has touched for the idle timeout (the replica cannot tell: the ingress's socket is always there)."""
+        now = time.monotonic()
+        for session in list(self.sessions.values()):
+            if session.state == "running" and session.sockets == 0 and now - session.last_active > self.settings.serve.idle_timeout_s:
+                event("session idle", session=session.log_id, idle_timeout_s=self.settings.serve.idle_timeout_s)
+                await self.close_if_running(session.id)
+
+    # -- sessions ----------------------------------------------------------------------------------------
+
+    async def open(self, request: OpenRequest) -> FleetSession:
+        """Admit the session on a free slot (503 when there is none), link its replica and follow it."""
+        start = time.monotonic()
+        report, reports = await self._place(request)
+        fid = secrets.token_urlsafe(18)
+        folder = Path(tempfile.mkdtemp(prefix="session-", dir=self.work_dir))
+        link = ReplicaLink(self.http, report.base_url, report.info["id"], self.settings.serve.token)
+        try:
+            await link.connect()
+        except Exception:
+            reports.cancel()
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        session = FleetSession(fid, request, report, link, folder)
+        self.sessions[fid] = session
+        session.attached.set()
+        session.tasks = [asyncio.create_task(self._follow(session, reports)), asyncio.create_task(self._feed(session))]
+        self.metrics.started.inc()
+        event("session opened", session=session.log_id, replica=report.replica, node=report.node, ms=round((time.monotonic() - start) * 1000, 1))
+        return session
+
+    def get(self, fid: str) -> FleetSession:
+        session = self.sessions.get(fid)
+        if session is None:
+            raise NotFound("no such session; it may have ended, timed out or never existed")
+        session.last_active = time.monotonic()
+        return session
+
+    async def info(self, fid: str) -> dict[str, Any]:
+        """The session's JSON, its figures fresh from its replica (the last known ones while it resumes)."""
+        if fid in self.ended:
+            return self.ended[fid]
+        session = self.get(fid)
+        if session.state != "running":
+            return session.public_info()
+        with contextlib.suppress(AvatarStreamError, NotFound, OSError):
+            session.info = await session.link.request("GET")
+        return session.public_info()
+
+    async def close(self, fid: str) -> dict[str, Any]:
+        """Close a running session (its final JSON stays for a while); forget an ended one."""
+        if fid in self.ended:
+            return self.ended.pop(fid)
+        session = self.get(fid)
+        if session.state == "running":
+            with contextlib.suppress(AvatarStreamError, NotFound):
+                await session.link.request("DELETE")
+        else:
+            session.state = "closed"
+            for task in session.tasks:
+                task.cancel()
+        await asyncio.wait(session.tasks[:1])
+        return self.ended.get(fid) or session.public_info()
+
+    async def close_if_running(self, fid: str) -> None:
+        if fid in self.sessions:
+            with contextlib.suppress(NotFound):
+                await self.close(fid)
+
+    async def interrupt(self, session: FleetSession) -> dict[str, Any]:
+        """Drop the speech waiting here and at the replica; what the replica already handed to the model still plays."""
+        while not session.feed.empty():
+            item = session.feed.get_nowait()
+            if isinstance(item, ClipSegment):
+                item.close()
+        session.speech.drop_all()
+        return await session.link.request("POST", "/interrupt")
+
+    # -- inside --------------------------------------------------------------------------------------------
+
+    async def _place(self, request: OpenRequest) -> tuple[SlotReport, Any]:
+        """A free slot's first report for this request; Busy (503) when every slot is taken."""
+        if self.busy >= self.running:
+            raise self._busy()
+        reports = self.slots.options(stream=True).open.remote(request)
+        try:
+            report = await asyncio.wait_for(reports.__anext__(), self.settings.admission_wait_s)
+        except TimeoutError:
+            reports.cancel()
+            raise self._busy() from None
+        except ray.exceptions.RayTaskError as err:
+            raise _cause(err) from None
+        return report, reports
+
+    def _busy(self) -> Busy:
+        self.metrics.rejected.inc()
+        event("session refused", reason="full", replicas=self.running)
+        return Busy(
+            f"every session slot of the fleet is busy ({self.running} replicas running); try again shortly",
+            {"Retry-After": str(self.settings.serve.retry_after_s)},
+        )
+
+    async def _follow(self, session: FleetSession, reports: Any) -> None:
+        """Apply the replica's reports until the session ends; when the replica is lost, resume the session elsewhere."""
+        events = asyncio.create_task(self._relay(session))
+        try:
+            while True:
+                try:
+                    async for report in reports:
+                        self._apply(session, report)
+                    break
+                except ray.exceptions.RayTaskError as err:
+                    session.state, session.error = "failed", f"the replica failed: {_cause(err)}"
+                    self.metrics.failed.inc()
+                    break
+                except ray.exceptions.RayError as err:  # the replica's actor or node died
+                    events.cancel()
+                    reports = await self._resume(session, err)
+                    if reports is None:
+                        break
+                    events = asyncio.create_task(self._relay(session))
+        finally:
+            events.cancel()
+            await self._ended(session)
+
+    def _apply(self, session: FleetSession, report: SlotReport) -> None:
+        session.info, session.speech_done = report.info, report.speech_done
+        if report.saved is not None:
+            saved = report.saved
+            if not saved.state.values and session.saved is not None:  # the init outputs travel once
+                saved = dataclasses.replace(saved, state=dataclasses.replace(saved.state, values=session.saved.state.values))
+            session.saved = saved
+            session.speech.done_until(saved.speech_done)
+        stats = report.info["stats"]
+        if stats["ttff_s"] is not None and not session.ttff_seen:
+            session.ttff_seen = True
+            self.metrics.ttff.observe(stats["ttff_s"])
+        new_frames = max(stats["frames"] - session.frames_seen, 0)
+        session.frames_seen = max(session.frames_seen, stats["frames"])
+        self.metrics.frames.inc(new_frames)
+        self.metrics.frame_rate.add(new_frames)
+        self.metrics.underruns.inc(max(stats["underruns"] - session.underruns_seen, 0))
+        session.underruns_seen = stats["underruns"]
+
+    async def _relay(self, session: FleetSession) -> None:
+        """The replica's socket events to every client socket of the session."""
+        with contextlib.suppress(aiohttp.ClientError, OSError):
+            async for message in session.link.events():
+                if message.get("type") != "closed":  # the fleet says when a session ends: a lost replica's session goes on
+                    session.broadcast(message)
+
+    async def _feed(self, session: FleetSession) -> None:
+        """Speech from the clients, in order, to the replica; each piece is logged first, so a resume can send it again."""
+        while True:
+            item = await session.feed.get()
+            if isinstance(item, ClipSegment):
+                try:
+                    while (piece := await asyncio.to_thread(item.read, PIECE)).size:
+                        await self._forward(session, piece)
+                finally:
+                    item.close()
+            else:
+                await self._forward(session, item)
+
+    async def _forward(self, session: FleetSession, samples: np.ndarray) -> None:
+        await session.attached.wait()
+        session.speech.add(samples)
+        with contextlib.suppress(aiohttp.ClientError, OSError, ConnectionError):  # the replica is gone: the resume sends it again
+            await session.link.send(samples)
+
+    async def _resume(self, session: FleetSession, err: BaseException) -> Any:
+        """Carry the session on on a free slot from its last saved state; its clients' sockets close with 1012 and reconnect."""
+        lost_at = time.monotonic()
+        session.state = "resuming"
+        session.attached.clear()
+        self.metrics.lost.inc()
+        event("replica lost", logging.WARNING, session=session.log_id, replica=session.replica, node=session.node, error=type(err).__name__)
+        await session.link.aclose()
+        session.broadcast(Close(LOST_CLOSE, "the session's replica was lost; it resumes on another: reconnect to this session"))
+        request = dataclasses.replace(session.request, resume=session.saved)
+        while True:
+            try:
+                report, reports = await self._place(request)
+                break
+            except Busy:
+                if time.monotonic() - lost_at > self.settings.resume_timeout_s:
+                    session.state, session.error = "failed", f"its replica was lost and no slot was free within {self.settings.resume_timeout_s:.0f} s"
+                    self.metrics.failed.inc()
+                    return None
+                await asyncio.sleep(0.5)
+            except (InputError, AvatarStreamError, ray.exceptions.RayError) as failure:
+                session.state, session.error = "failed", f"its replica was lost and it could not resume: {failure}"
+                self.metrics.failed.inc()
+                return None
+        link = ReplicaLink(self.http, report.base_url, report.info["id"], self.settings.serve.token)
+        await link.connect()
+        session.attach(report, link)
+        again = session.speech.since(session.saved.speech_done if session.saved is not None else 0)
+        if again.size:
+            await link.send(again)
+        session.resumes += 1
+        session.state = "running"
+        session.attached.set()
+        seconds = time.monotonic() - lost_at
+        self.metrics.resumed.inc()
+        self.metrics.resume_seconds.observe(seconds)
+        event("session resumed", session=session.log_id, replica=report.replica, node=report.node, seconds=round(seconds, 3), resent_s=again.size / RATE)
+        return reports
+
+    async def _ended(self, session: FleetSession) -> None:
+        """Forget a session that ended: keep its last JSON, tell and close its clients' sockets."""
+        for task in session.tasks[1:]:
+            task.cancel()
+        await session.link.aclose()
+        if session.state == "running":
+            session.state = session.info["state"] if session.info["state"] != "running" else "closed"
+        final = session.public_info() | {"state": session.state}
+        self.sessions.pop(session.id, None)
+        self.ended[session.id] = final
+        while len(self.ended) > MAX_ENDED:
+            self.ended.popitem(last=False)
+        session.broadcast({"type": "closed", "state": session.state})
+        session.broadcast(Close(1000, f"the session ended ({session.state})"))
+        shutil.rmtree(session.folder, ignore_errors=True)
+        event("session ended", session=session.log_id, state=session.state, resumes=session.resumes, frames=session.info["stats"]["frames"])
+
+
+def _cause(err: ray.exceptions.RayTaskError) -> BaseException:
+    """The slot's own exception (an InputError for a bad reference, say), not Ray's wrapper."""
+    cause = getattr(err, "cause", None)
+    return cause if isinstance(cause, BaseException) else err
