@@ -22,10 +22,10 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	touch $(STAMP)
 
 # what only the tests need: Debian packages (GStreamer, nginx-rtmp, chromium, espeak-ng; apt-get, as root or via sudo)
-# and the GStreamer backend
+# the GStreamer backend and the fleet (Ray Serve)
 $(TEST_STAMP): $(STAMP) scripts/system-deps.sh
 	bash scripts/system-deps.sh
-	$(PIP) -e '.[dev,gstreamer]'
+	$(PIP) -e '.[dev,gstreamer,fleet]'
 	touch $(TEST_STAMP)
 
 install: $(STAMP)

@@ -3,7 +3,8 @@
 The protocol is the single server's (serve/api_audio_ws.py): binary PCM of the
 query's format or whole encoded clips, JSON ``interrupt`` controls, events back.
 When the session's replica is lost the socket closes with 1012 and the
-session resumes elsewhere: reconnect to the same URL and go on sending.
+session resumes elsewhere: reconnect to the same URL and go on sending from
+``speech_received_s`` of the session's JSON (what the fleet had taken).
 """
 
 from __future__ import annotations
@@ -77,7 +78,12 @@ async def _receive(ws: WebSocket, fleet: Fleet, session: FleetSession, decoder: 
             if data is not None:
                 if len(data) > limit:
                     raise InputError(f"message of {len(data)} bytes is over the limit of {limit} bytes; send smaller pieces")
-                await session.feed.put(decoder.decode(data) if decoder is not None else await asyncio.to_thread(store_clip, data, session.folder))
+                if decoder is None:
+                    await session.feed.put(await asyncio.to_thread(store_clip, data, session.folder))
+                else:
+                    samples = decoder.decode(data)
+                    session.received += samples.size
+                    await session.feed.put(samples)
             elif text is not None:
                 _check_control(text)
                 await fleet.interrupt(session)

@@ -22,6 +22,7 @@ from avatarstream.fleet.settings import FleetSettings
 from avatarstream.fleet.slot import SessionSlot
 from avatarstream.serve.settings import ServeSettings
 
+INGRESS_REQUESTS = 10_000  # every client socket is an ongoing request of the ingress, for as long as it is open
 HEAD_NODE = {"node:__internal_head__": 0.001}  # the resource only the head node has: the ingress lives as long as the cluster
 
 
@@ -64,10 +65,10 @@ def build_app(settings: FleetSettings) -> Application:
     ingress = serve.deployment(
         name="FleetIngress",
         num_replicas=1,
-        max_ongoing_requests=100 + 8 * settings.max_replicas,  # every client socket is an ongoing request
+        max_ongoing_requests=INGRESS_REQUESTS,
         ray_actor_options={"num_cpus": 0, "resources": HEAD_NODE},
     )(serve.ingress()(FleetIngress))
-    return ingress.bind(slot.bind(settings), settings)
+    return ingress.bind(slot.bind(settings.replica_serve_settings()), settings.ingress_view())
 
 
 class FleetArgs(BaseModel):

@@ -15,14 +15,11 @@ def run_fleet(settings: FleetSettings, address: str | None = None, num_cpus: int
     import ray
     from ray import serve
 
-    from avatarstream.fleet.app import build_app
-
     stop = stop or _stop_on_signals()
     ray.init(address=address, num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
-        serve.start(http_options={"host": settings.serve.host, "port": settings.serve.port})
         started = time.monotonic()
-        serve.run(build_app(settings), name=settings.app_name, route_prefix="/", blocking=False)
+        deploy(settings)
         host = f"[{settings.serve.host}]" if ":" in settings.serve.host else settings.serve.host
         print(f"avatarstream fleet: {settings.min_replicas}..{settings.max_replicas} replicas ready in {time.monotonic() - started:.1f} s; "
               f"sessions at http://{host}:{settings.serve.port}/sessions", flush=True)  # fmt: skip
@@ -30,6 +27,17 @@ def run_fleet(settings: FleetSettings, address: str | None = None, num_cpus: int
     finally:
         serve.shutdown()
         ray.shutdown()
+
+
+def deploy(settings: FleetSettings) -> None:
+    """Serve's proxy on the fleet's host and port, and the application, on the Ray cluster this process is connected to."""
+    from ray import serve
+
+    from avatarstream.fleet.app import build_app
+
+    # the ingress lives on the head node, so clients reach its proxy there: a proxy on a node that dies would drop its sockets
+    serve.start(proxy_location="HeadOnly", http_options={"host": settings.serve.host, "port": settings.serve.port})
+    serve.run(build_app(settings), name=settings.app_name, route_prefix="/")
 
 
 def _stop_on_signals() -> threading.Event:

@@ -19,7 +19,9 @@ class FleetSessionInfo(SessionInfo):
     state: Literal["running", "resuming", "done", "closed", "failed"]  # type: ignore[assignment]  # a fleet adds "resuming"
     placement: Placement
     resumes: int = Field(description="times the session moved to another replica after its replica or node was lost")
+    resumed_from_frame: int | None = Field(description="the frame the last resume went on from: the saved state's (None: never resumed)")
     speech_done_s: float = Field(description="speech spoken (or dropped by an interrupt) so far, across resumes")
+    speech_received_s: float = Field(description="streamed speech (PCM over the socket) the fleet has taken so far; after a 1012 close, send again from here")
 
 
 class FleetHealth(BaseModel):

@@ -64,6 +64,8 @@ class FleetSession:
         self.sockets = 0
         self.last_active = time.monotonic()
         self.resumes = 0
+        self.resumed_from: int | None = None  # the frame the last resume went on from
+        self.received = 0  # streamed speech samples the ingress took from the clients (a client resends from here after a 1012)
         self.tasks: list[asyncio.Task[None]] = []
         self.ttff_seen = False
         self.frames_seen = 0
@@ -108,7 +110,9 @@ class FleetSession:
             "links": links,
             "placement": self.placement(),
             "resumes": self.resumes,
+            "resumed_from_frame": self.resumed_from,
             "speech_done_s": round(self.speech_done / RATE, 3),
+            "speech_received_s": self.received / RATE,
         }
 
 
@@ -371,6 +375,7 @@ class Fleet:
         if again.size:
             await link.send(again)
         session.resumes += 1
+        session.resumed_from = session.saved.state.published_frames if session.saved is not None else 0
         session.state = "running"
         session.attached.set()
         seconds = time.monotonic() - lost_at

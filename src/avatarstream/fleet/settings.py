@@ -38,14 +38,17 @@ class FleetSettings:
             if not getattr(self, name) > 0:
                 raise InputError(f"{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
         if self.serve.token is None and not (self.replica_host != "auto" and is_loopback(self.replica_host)):
-            raise InputError(
-                f"replicas serve video on {self.replica_host}, which other machines can reach; give --token T (or set AVATARSTREAM_TOKEN)"
-            )
+            raise InputError(f"replicas serve video on {self.replica_host}, which other machines can reach; give --token T (or set AVATARSTREAM_TOKEN)")
 
     @property
     def autoscales(self) -> bool:
         return self.min_replicas != self.max_replicas
 
-    def replica_serve_settings(self, host: str) -> ServeSettings:
-        """The settings of one replica's own server: one session slot, on ``host``, any free port."""
-        return replace(self.serve, host=host, port=0, max_sessions=1, processes=1)
+    def replica_serve_settings(self) -> ServeSettings:
+        """The settings of one replica's own server: one session slot, any free port (``auto`` host: the replica's node)."""
+        return replace(self.serve, host=self.replica_host, port=0, max_sessions=1, processes=1)
+
+    def ingress_view(self) -> FleetSettings:
+        """What the ingress depends on. Scaling is Serve's business: leaving it out means a change of replica counts is an
+        in-place update of the slots, and the ingress (with its sessions) stays."""
+        return replace(self, min_replicas=1, max_replicas=1, target_busy=1.0, drain_timeout_s=1.0)

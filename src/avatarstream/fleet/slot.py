@@ -25,11 +25,11 @@ from fastapi import UploadFile
 from ray import serve
 from starlette.datastructures import Headers
 
-from avatarstream.fleet.settings import FleetSettings
 from avatarstream.serve.api_sessions import open_session, parse_outputs
 from avatarstream.serve.app import create_app
 from avatarstream.serve.context import ServerContext
 from avatarstream.serve.session import SavedSession, Session
+from avatarstream.serve.settings import ServeSettings
 
 POLL_S = 0.05  # how often the slot looks for a newer state (a chunk takes far longer)
 
@@ -64,11 +64,11 @@ class SlotReport:
 class SessionSlot:
     """The Ray Serve deployment class (app.py applies the options): the model, one session slot and the app that serves it."""
 
-    async def __init__(self, settings: FleetSettings) -> None:  # type: ignore[misc]  # Ray Serve awaits an async constructor
-        host = ray.util.get_node_ip_address() if settings.replica_host == "auto" else settings.replica_host
-        app = create_app(settings.replica_serve_settings(host))
+    async def __init__(self, settings: ServeSettings) -> None:  # type: ignore[misc]  # Ray Serve awaits an async constructor
+        host = ray.util.get_node_ip_address() if settings.host == "auto" else settings.host
+        app = create_app(dataclasses.replace(settings, host=host))
         self.context: ServerContext = app.state.server
-        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_config=None, access_log=False, ws_max_size=settings.serve.max_upload_bytes))
+        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_config=None, access_log=False, ws_max_size=settings.max_upload_bytes))
         self.serving = asyncio.get_running_loop().create_task(self.server.serve())
         while not self.server.started:
             if self.serving.done():
@@ -85,8 +85,8 @@ class SessionSlot:
         session is closed."""
         session = await self._start(request)
         manager = self.context.manager
-        yield self._report("opened", session)
         try:
+            yield self._report("opened", session)
             last = None
             while session.id in manager.active:
                 saved = session.saved()
@@ -95,10 +95,10 @@ class SessionSlot:
                     last = saved.state
                     yield self._report("saved", session, saved if keep_values else _without_values(saved))
                 await asyncio.sleep(POLL_S)
-        except BaseException:
-            await asyncio.shield(manager.close_if_running(session.id))
-            raise
-        yield self._report("ended", session)
+            yield self._report("ended", session)
+        finally:
+            if session.id in manager.active:  # the ingress went away: nobody is left to serve the session
+                await asyncio.shield(manager.close_if_running(session.id))
 
     async def _start(self, request: OpenRequest) -> Session:
         upload = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import time
@@ -119,7 +120,7 @@ class Session:
                 async for chunk in media:
                     self._in_submit = True
                     try:
-                        self._submitting = self.engine.executor.submit(self.publisher.submit, chunk)
+                        self._submitting = self.engine.executor.submit(self.publisher.submit, self._own_stream(chunk))
                         await asyncio.wrap_future(self._submitting)
                     finally:
                         self._in_submit = False
@@ -133,6 +134,12 @@ class Session:
         except Exception as err:
             logging.getLogger(__name__).exception("session %s failed", self.log_id)
             self._fail(f"internal error ({type(err).__name__}); the server log has the details")
+
+    def _own_stream(self, chunk: MediaChunk) -> MediaChunk:
+        """The chunk as this session's encoder counts: a resumed session's outputs are new streams that start at 0, while its
+        timeline (events, figures) goes on from the saved state."""
+        offset = 0 if self.resume is None else self.resume.state.published_frames
+        return dataclasses.replace(chunk, first_frame=chunk.first_frame - offset) if offset else chunk
 
     def stop(self) -> None:
         """End the run now: waiting for frames is cancelled (the loop's thread stops within one chunk);

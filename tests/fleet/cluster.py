@@ -1,0 +1,80 @@
+"""A local Ray cluster of several nodes on loopback, with the fleet on it: what the fleet tests (and a benchmark) run against."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import ray
+from ray import serve
+from ray.cluster_utils import Cluster
+
+from avatarstream.fleet.app import build_app
+from avatarstream.fleet.local import deploy
+from avatarstream.fleet.settings import FleetSettings
+from avatarstream.serve.settings import ServeSettings
+
+FAST_FAILURE_DETECTION = {"health_check_period_ms": 500, "health_check_failure_threshold": 3, "health_check_initial_delay_ms": 0}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class LocalFleet:
+    cluster: Cluster
+    settings: FleetSettings
+    url: str
+    nodes: list[Any] = field(default_factory=list)
+
+    def node(self, node_id: str) -> Any:
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+    def remove(self, node_id: str) -> None:
+        node = self.node(node_id)
+        self.nodes.remove(node)
+        self.cluster.remove_node(node, allow_graceful=False)
+
+    def redeploy(self, **changes: Any) -> threading.Thread:
+        """Deploy changed settings, as an operator would with a new config; returns at once (Serve's wait runs on a thread)."""
+        self.settings = replace(self.settings, **changes)
+        app = build_app(self.settings)
+        deploying = threading.Thread(target=serve.run, args=(app,), kwargs={"name": self.settings.app_name, "route_prefix": "/"}, daemon=True)
+        deploying.start()
+        return deploying
+
+
+@contextlib.contextmanager
+def local_fleet(nodes: int, replicas: int, token: str | None = None, **serve_changes: Any) -> Iterator[LocalFleet]:
+    """A head node (the ingress, Serve's controller and proxy; no slots) and ``nodes`` nodes of one CPU: one slot each."""
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False, "_system_config": FAST_FAILURE_DETECTION})
+    try:
+        workers = [cluster.add_node(num_cpus=1) for _ in range(nodes)]
+        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        port = free_port()
+        settings = FleetSettings(
+            serve=ServeSettings(model="demo-tiny", port=port, token=token, threads=1, **serve_changes),
+            min_replicas=replicas,
+            max_replicas=replicas,
+            admission_wait_s=3.0,
+            resume_timeout_s=30.0,
+            drain_timeout_s=120.0,
+        )
+        started = time.monotonic()
+        deploy(settings)
+        fleet = LocalFleet(cluster, settings, f"http://127.0.0.1:{port}", workers)
+        fleet.ready_s = time.monotonic() - started  # type: ignore[attr-defined]
+        yield fleet
+    finally:
+        with contextlib.suppress(Exception):
+            serve.shutdown()
+        ray.shutdown()
+        cluster.shutdown()

@@ -1,0 +1,165 @@
+"""The fleet on a real local Ray cluster (one head, three one-CPU nodes, loopback only), demo-tiny on every replica.
+
+The tests run in order on one cluster, as one operator's day would: sessions spread over the nodes and are refused when
+every slot is busy; a node is lost and only its session moves, continuing its timeline and its speech; the fleet is
+scaled down while busy and the replica going away finishes its session first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+import numpy as np
+import pytest
+
+pytest.importorskip("ray.serve", reason="the fleet extra is not installed: pip install 'avatarstream[fleet]'")
+
+from fleet.clients import RATE, close, create, delete, health, listen, speech, status, wait_for
+from fleet.cluster import LocalFleet, local_fleet
+
+TOKEN = "fleet-test-token-0123"
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    with local_fleet(nodes=3, replicas=3, token=TOKEN, idle_timeout_s=60.0) as running:
+        yield running
+
+
+def client() -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=aiohttp.ClientTimeout(total=60))
+
+
+def test_sessions_spread_over_nodes_and_a_full_fleet_refuses(fleet: LocalFleet) -> None:
+    async def scenario() -> None:
+        async with client() as http, aiohttp.ClientSession() as anonymous:
+            async with anonymous.post(f"{fleet.url}/sessions", data={"identity": "demo"}) as answer:
+                assert answer.status == 401
+            opened = []
+            for _ in range(3):
+                started = time.monotonic()
+                code, info, _ = await create(http, fleet.url)
+                assert code == 201, info
+                opened.append(info)
+                print(f"fleet session start: {1000 * (time.monotonic() - started):.0f} ms")
+            assert len({s["placement"]["node"] for s in opened}) == 3, "one slot per node: three sessions, three nodes"
+            assert all(s["links"]["hls"].startswith(s["placement"]["url"]) for s in opened), "video leaves from the replica"
+            code, refused, headers = await create(http, fleet.url)
+            assert code == 503 and int(headers["Retry-After"]) > 0, refused
+            assert "busy" in refused["detail"]
+            a, b = opened[0]["id"], opened[1]["id"]
+            assert (await status(http, fleet.url, a))["placement"] == opened[0]["placement"]
+            # two sessions stream at once, each from its own replica
+            listeners = [await listen(http, fleet.url, sid) for sid in (a, b)]
+            await asyncio.gather(*(lst.send(speech(1.5)) for lst in listeners))
+            await wait_for(lambda: asyncio.sleep(0, all(lst.last_frame > 40 for lst in listeners)), 20, "frames from both sessions")
+            async with http.get(f"{fleet.url}/metrics") as answer:
+                metrics = await answer.text()
+            assert "avatarstream_fleet_slots_busy 3.0" in metrics and "avatarstream_fleet_slots_free 0.0" in metrics
+            assert "avatarstream_fleet_sessions_rejected_total 1.0" in metrics
+            assert "avatarstream_time_to_first_frame_seconds_count 3.0" in metrics or "avatarstream_time_to_first_frame_seconds_count 2.0" in metrics
+            for lst in listeners:
+                await close(lst)
+            for info in opened:
+                assert (await delete(http, fleet.url, info["id"]))["state"] == "closed"
+            assert (await health(http, fleet.url))["sessions"] == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_lost_node_moves_only_its_session_which_continues(fleet: LocalFleet) -> None:
+    async def scenario() -> None:
+        async with client() as http:
+            (_, a, _), (_, b, _) = await create(http, fleet.url), await create(http, fleet.url)
+            lost_node = a["placement"]["node"]
+            la, lb = await listen(http, fleet.url, a["id"]), await listen(http, fleet.url, b["id"])
+            first, rest = speech(6.0), speech(1.5, pitch=330.0)
+            speaking = asyncio.create_task(la.send(first))
+            await asyncio.gather(lb.send(speech(1.0)), wait_for(lambda: asyncio.sleep(0, la.last_frame > 40), 20, "A speaks"))
+            removed = time.monotonic()
+            fleet.remove(lost_node)
+            await wait_for(lambda: asyncio.sleep(0, la.close_code is not None), 15, "A's socket closes")
+            await speaking
+            assert la.close_code == 1012, la.close_code
+            seen = la.last_frame  # the last frame the client saw before its socket closed
+            print(f"client told after {la.closed_at - removed:.2f} s")
+            moved = await wait_for(lambda: running_elsewhere(http, fleet.url, a["id"], lost_node), 30, "A runs on another node")
+            print(f"resumed after {time.monotonic() - removed:.2f} s on {moved['placement']['node'][:8]}")
+            assert moved["resumes"] == 1 and moved["placement"]["node"] != b["placement"]["node"]
+            assert lb.close_code is None, "B's socket stayed open"
+            frames_b = lb.last_frame
+            taken = round(moved["speech_received_s"] * RATE)
+            assert 0 < taken < first.size, "the node was lost mid-speech"
+            la2 = await listen(http, fleet.url, a["id"])
+            await la2.send(np.concatenate([first[taken:], rest]))
+            await wait_for(
+                lambda: asyncio.sleep(0, len(la2.frames) > 3 and lb.last_frame > frames_b + 25),
+                20,
+                f"both stream ({len(la2.frames)}, {lb.last_frame - frames_b}, {la2.close_code}, {lb.close_code})",
+            )
+            resumed_at = moved["resumed_from_frame"]
+            chunk = 12  # demo-tiny's frames per chunk: the state is at most the chunk in flight behind (or ahead of) what the client heard
+            assert seen - chunk <= resumed_at <= seen + chunk, (seen, resumed_at)
+            assert la2.frames[0][1] >= resumed_at, "the timeline goes on from the saved state"
+            starts = [first for _, first, _ in la2.frames]
+            assert starts == sorted(starts) and all(f2 == f1 + n for (_, f1, n), (_, f2, _) in zip(la2.frames, la2.frames[1:], strict=False))
+            # every sample of speech spoken exactly once: what was lost with the node was sent again, nothing twice
+            done = await wait_for(lambda: status_speech_done(http, fleet.url, a["id"], first.size + rest.size), 20, "all of A's speech spoken")
+            assert abs(done["speech_done_s"] - (first.size + rest.size) / RATE) < 0.002
+            assert lb.close_code is None
+            for lst in (la2, lb):
+                await close(lst)
+            assert (await delete(http, fleet.url, a["id"]))["resumes"] == 1
+            await delete(http, fleet.url, b["id"])
+
+    asyncio.run(scenario())
+
+
+def test_a_redeploy_drains_busy_replicas(fleet: LocalFleet) -> None:
+    """A new deployment (here: one replica instead of three) replaces every replica; the old ones take no new session and
+    stop only when their session has ended. (Serve replaces the ingress too on such a deploy: docs/fleet.md.)"""
+
+    async def scenario() -> None:
+        async with client() as http:
+            await wait_for(lambda: slots(http, fleet.url, lambda h: h["max_sessions"] == 2), 30, "two replicas running")
+            (_, a, _), (_, b, _) = await create(http, fleet.url), await create(http, fleet.url)
+            listeners = [await listen(http, fleet.url, s["id"]) for s in (a, b)]
+            deploying = fleet.redeploy(min_replicas=1, max_replicas=1)
+            await wait_for(lambda: slots(http, fleet.url, lambda h: h["draining"] == 2), 60, "both busy replicas drain")
+            heard = [lst.last_frame for lst in listeners]
+            await asyncio.sleep(3.0)
+            assert all(lst.close_code is None and lst.last_frame > seen + 25 for lst, seen in zip(listeners, heard, strict=True)), "both keep streaming"
+            assert (await health(http, fleet.url))["draining"] == 2, "busy replicas do not stop"
+            old = (a["placement"]["replica"], b["placement"]["replica"])
+            code, new, _ = await create(http, fleet.url)
+            assert code == 503 or new["placement"]["replica"] not in old, ("no new session on a replica that is going away", new)
+            if code == 201:
+                await delete(http, fleet.url, new["id"])
+            for lst in listeners:  # the clients leave without a close frame: their sessions end, and so does the drain
+                assert lst.socket is not None and lst.socket._response is not None
+                lst.socket._response.connection.transport.abort()
+            await wait_for(lambda: slots(http, fleet.url, lambda h: h["draining"] == 0 and h["max_sessions"] == 1), 60, "the new replica took over")
+            code, new, _ = await create(http, fleet.url)
+            assert code == 201 and new["placement"]["replica"] not in old, new
+            await delete(http, fleet.url, new["id"])
+            await asyncio.to_thread(deploying.join, 30)
+
+    asyncio.run(scenario())
+
+
+async def status_speech_done(http: aiohttp.ClientSession, url: str, sid: str, samples: int) -> dict | None:
+    info = await status(http, url, sid)
+    return info if info["state"] == "running" and info["speech_done_s"] * RATE >= samples - RATE * 0.001 else None
+
+
+async def running_elsewhere(http: aiohttp.ClientSession, url: str, sid: str, node: str) -> dict | None:
+    info = await status(http, url, sid)
+    return info if info["state"] == "running" and info["placement"]["node"] != node else None
+
+
+async def slots(http: aiohttp.ClientSession, url: str, check) -> dict | None:
+    found = await health(http, url)
+    return found if check(found) else None
