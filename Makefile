@@ -6,7 +6,7 @@ PIP := $(BIN)/pip install --quiet -c requirements/lock.txt
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.test-deps
 
-.PHONY: demo test lint install clean train-demo eval
+.PHONY: demo test lint install clean train-demo eval fleet
 
 # torch is installed first, pinned. Where pip finds torch 2.13.0's CPU wheel on local disk (this project's
 # development machines) that is what it takes; from PyPI, Linux x86_64 gets the CUDA build (~3 GB), which also
@@ -29,6 +29,11 @@ $(TEST_STAMP): $(STAMP) scripts/system-deps.sh
 	touch $(TEST_STAMP)
 
 install: $(STAMP)
+
+# a local fleet of two session slots on Ray Serve (docs/fleet.md); Ctrl-C stops it
+fleet: $(STAMP)
+	$(PIP) -e '.[dev,fleet]'
+	$(BIN)/avatarstream fleet --replicas 2 --model demo
 
 demo: $(STAMP)
 	$(BIN)/avatarstream render --out out/demo.mp4 --report out/demo-report.json --trace out/demo-trace.json

@@ -16,8 +16,8 @@ import pytest
 
 pytest.importorskip("ray.serve", reason="the fleet extra is not installed: pip install 'avatarstream[fleet]'")
 
-from fleet.clients import RATE, close, create, delete, health, listen, speech, status, wait_for
-from fleet.cluster import LocalFleet, local_fleet
+from avatarstream.benchmarks.fleet_clients import RATE, close, create, delete, health, listen, speech, status, wait_for
+from avatarstream.fleet.local_cluster import LocalFleet, local_fleet
 
 TOKEN = "fleet-test-token-0123"
 pytestmark = pytest.mark.timeout(300)

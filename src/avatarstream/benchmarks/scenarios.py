@@ -257,6 +257,17 @@ def soak(ctx: BenchContext) -> dict[str, Any]:
     return result
 
 
+def fleet(ctx: BenchContext) -> dict[str, Any]:
+    """Session start and first frame through the fleet vs the single server, and the resume after a lost node (local Ray cluster)."""
+    if ctx.model not in ("demo", "demo-tiny"):
+        raise InputError("the fleet scenario runs the demo families on a local Ray cluster: --model demo-tiny (or demo)")
+    try:
+        from avatarstream.benchmarks.fleet_bench import measure_fleet
+    except ImportError as err:
+        raise InputError(f"the fleet scenario needs Ray Serve ({err.name} is missing): pip install 'avatarstream[fleet]'") from err
+    return measure_fleet(ctx.model, max(ctx.repeats, 3), ctx.out_dir)
+
+
 def parallel(ctx: BenchContext) -> dict[str, Any]:
     """--parallel layouts: the speed-up model's fps and time to first frame for 2, 4 and 8 GPUs, and measured runs of every layout that fits here."""
     return measure_parallel(ctx)
@@ -276,6 +287,7 @@ SCENARIOS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
     "contention": contention,
     "load-memory": load_memory,
     "soak": soak,
+    "fleet": fleet,
     "parallel": parallel,
 }
 

@@ -1,4 +1,9 @@
-"""A local Ray cluster of several nodes on loopback, with the fleet on it: what the fleet tests (and a benchmark) run against."""
+"""A Ray cluster of several nodes on this one machine (loopback only), with the fleet on it.
+
+For trying the fleet's failure handling without a cluster: the tests and
+``avatarstream bench --scenario fleet`` run on it, and ``LocalFleet.remove``
+takes a node away as a crash would.
+"""
 
 from __future__ import annotations
 
@@ -35,6 +40,8 @@ class LocalFleet:
     url: str
     nodes: list[Any] = field(default_factory=list)
 
+    ready_s: float = 0.0  # from deploying the app to every replica ready
+
     def node(self, node_id: str) -> Any:
         return next(n for n in self.nodes if n.node_id == node_id)
 
@@ -53,7 +60,7 @@ class LocalFleet:
 
 
 @contextlib.contextmanager
-def local_fleet(nodes: int, replicas: int, token: str | None = None, **serve_changes: Any) -> Iterator[LocalFleet]:
+def local_fleet(nodes: int, replicas: int, token: str | None = None, model: str = "demo-tiny", **serve_changes: Any) -> Iterator[LocalFleet]:
     """A head node (the ingress, Serve's controller and proxy; no slots) and ``nodes`` nodes of one CPU: one slot each."""
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False, "_system_config": FAST_FAILURE_DETECTION})
     try:
@@ -61,7 +68,7 @@ def local_fleet(nodes: int, replicas: int, token: str | None = None, **serve_cha
         ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
         port = free_port()
         settings = FleetSettings(
-            serve=ServeSettings(model="demo-tiny", port=port, token=token, threads=1, **serve_changes),
+            serve=ServeSettings(model=model, port=port, token=token, threads=1, **serve_changes),
             min_replicas=replicas,
             max_replicas=replicas,
             admission_wait_s=3.0,
@@ -70,9 +77,7 @@ def local_fleet(nodes: int, replicas: int, token: str | None = None, **serve_cha
         )
         started = time.monotonic()
         deploy(settings)
-        fleet = LocalFleet(cluster, settings, f"http://127.0.0.1:{port}", workers)
-        fleet.ready_s = time.monotonic() - started  # type: ignore[attr-defined]
-        yield fleet
+        yield LocalFleet(cluster, settings, f"http://127.0.0.1:{port}", workers, ready_s=time.monotonic() - started)
     finally:
         with contextlib.suppress(Exception):
             serve.shutdown()

@@ -1,4 +1,5 @@
-"""A fleet client as a live agent would be one: its session's audio socket, speech at real-time pace, the events it hears."""
+"""Fleet clients as live agents are: a session's audio socket, speech at real-time pace, the events it hears (the fleet's tests
+and benchmark)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,60 @@
+"""The fleet's configuration without a cluster: the KubeRay example in docs/fleet.md, the Serve config builder, the CLI's checks."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray.serve", reason="the fleet extra is not installed: pip install 'avatarstream[fleet]'")
+
+import yaml
+from ray.serve.schema import ServeDeploySchema
+
+from avatarstream.errors import InputError
+from avatarstream.fleet.app import FleetArgs, app_builder
+from avatarstream.fleet.settings import FleetSettings
+from avatarstream.serve.settings import ServeSettings
+
+DOC = Path(__file__).parents[2] / "docs" / "fleet.md"
+
+
+def test_the_kuberay_example_is_a_valid_rayservice_whose_app_builds(monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = re.findall(r"```yaml\n(.*?)```", DOC.read_text(), re.DOTALL)
+    service = yaml.safe_load(blocks[0])
+    assert service["kind"] == "RayService" and service["apiVersion"] == "ray.io/v1"
+    config = ServeDeploySchema.model_validate(yaml.safe_load(service["spec"]["serveConfigV2"]))
+    assert config.proxy_location == "HeadOnly"
+    (application,) = config.applications
+    module, _, name = application.import_path.partition(":")
+    assert (module, name) == ("avatarstream.fleet.app", "app_builder")
+    assert service["spec"]["rayClusterConfig"]["rayVersion"] == __import__("ray").__version__, "the example names the pinned Ray"
+    monkeypatch.setenv("AVATARSTREAM_TOKEN", "cluster-token-0123456789")
+    built = app_builder(application.args)  # binds the deployments; no model loads until a replica starts
+    assert type(built).__name__ == "Application"
+    assert FleetArgs.model_validate(application.args).replica_gpus == 1
+
+
+def test_config_args_are_checked() -> None:
+    with pytest.raises(Exception, match="extra"):
+        FleetArgs.model_validate({"replicas": 3})  # a typo is refused, not ignored
+    with pytest.raises(InputError, match="token"):
+        FleetSettings(serve=ServeSettings(), replica_host="auto")  # replicas reachable from other machines need a token
+    with pytest.raises(InputError, match="min"):
+        FleetSettings(min_replicas=3, max_replicas=2)
+    with pytest.raises(InputError, match="target-busy"):
+        FleetSettings(target_busy=1.5)
+    assert FleetSettings(min_replicas=1, max_replicas=4).autoscales
+
+
+def test_the_cli_refuses_bad_options_in_one_line() -> None:
+    run = [sys.executable, "-m", "avatarstream.cli.main", "fleet"]
+    both = subprocess.run([*run, "--replicas", "2", "--max-replicas", "3"], check=False, capture_output=True, text=True, timeout=120)
+    assert both.returncode == 2 and both.stderr.strip().count("\n") == 0 and "not both" in both.stderr
+    exposed = subprocess.run([*run, "--replica-host", "auto"], check=False, capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+    assert exposed.returncode == 2 and "--token" in exposed.stderr
+    helped = subprocess.run([*run, "--help"], check=False, capture_output=True, text=True, timeout=120)
+    assert helped.returncode == 0 and "--replicas" in helped.stdout and "avatarstream[fleet]" in helped.stdout
