@@ -12,16 +12,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, File, Form, Request, UploadFile
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from avatarstream.errors import InputError
 from avatarstream.fleet import api_audio
 from avatarstream.fleet.schemas import FleetHealth, FleetSessionInfo
 from avatarstream.fleet.sessions import Fleet
 from avatarstream.fleet.slot import OpenRequest
-from avatarstream.serve.api_sessions import AVATAR_HELP, ERRORS, IDENTITY_HELP, UPLOAD_BODY, parse_outputs
+from avatarstream.serve.api_sessions import ERRORS, UPLOAD_BODY, SessionForm, session_form
 from avatarstream.serve.app import add_handlers
 from avatarstream.serve.context import form_body
 from avatarstream.serve.schemas import AudioQueued, Interrupted
@@ -41,24 +40,13 @@ router = APIRouter(prefix="/sessions", tags=["live sessions"], dependencies=[Dep
 
 
 @router.post("", status_code=201, response_model=FleetSessionInfo, responses=ERRORS, summary="Open a live session", dependencies=[Depends(form_body)])
-async def create_session(
-    fleet: FleetDep,
-    identity: Annotated[str, Form(description=IDENTITY_HELP)] = "demo",
-    reference: Annotated[UploadFile | None, File(description="reference image (PNG/JPEG), centre-cropped")] = None,
-    avatar: Annotated[int | None, Form(ge=0, description=AVATAR_HELP)] = None,
-    prompt: Annotated[str, Form(max_length=2000)] = "",
-    seed: Annotated[int, Form()] = 0,
-    outputs: Annotated[str, Form(description='JSON of Outputs, e.g. {"hls": true, "webrtc": true, "file": true}')] = "{}",
-) -> dict[str, Any]:
+async def create_session(fleet: FleetDep, form: Annotated[SessionForm, Depends(session_form)]) -> dict[str, Any]:
     """On a free replica (503 with Retry-After when every slot is busy); the replica checks the inputs as the single server does."""
-    if seed < 0:
-        raise InputError(f"seed must be 0 or more, got {seed}")
-    parse_outputs(outputs)  # a bad spec is a 422 here, before a slot is taken
-    image = None
-    if reference is not None:
-        check_image_type(reference.content_type)
-        image = await reference.read(fleet.settings.serve.max_upload_bytes + 1)
-    request = OpenRequest(identity, avatar, prompt, seed, outputs, image, reference.content_type if reference is not None else None)
+    image, kind = None, None
+    if form.reference is not None:
+        check_image_type(form.reference.content_type)
+        image, kind = await form.reference.read(fleet.settings.serve.max_upload_bytes + 1), form.reference.content_type
+    request = OpenRequest(form.identity, form.avatar, form.prompt, form.seed, form.outputs.model_dump_json(), image, kind)
     session = await fleet.open(request)
     return session.public_info()
 

@@ -16,16 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request, WebSocket
-from pydantic import ValidationError
 
 from avatarstream.errors import InputError
 from avatarstream.fleet.sessions import Close, Fleet, FleetSession
-from avatarstream.serve.api_audio_ws import CLEAN_CLOSES, refuse
+from avatarstream.serve.api_audio_ws import CLEAN_CLOSES, receive_messages, refuse
 from avatarstream.serve.api_sessions import receive_audio
 from avatarstream.serve.audio_input import ClipSegment, PcmDecoder
 from avatarstream.serve.problems import ServeError
 from avatarstream.serve.uploads import open_upload_audio, store_clip
-from avatarstream.serve.ws_messages import ErrorEvent, InterruptCommand
 
 router = APIRouter()
 
@@ -67,39 +65,18 @@ async def audio_socket(ws: WebSocket, sid: str, format: str = "s16le", rate: int
 
 
 async def _receive(ws: WebSocket, fleet: Fleet, session: FleetSession, decoder: PcmDecoder | None) -> int:
-    limit = fleet.settings.serve.max_upload_bytes
-    while True:
-        message = await ws.receive()
-        if message["type"] == "websocket.disconnect":
-            return int(message.get("code") or 1006)
+    async def speak(data: bytes) -> None:
+        if decoder is None:
+            await session.feed.put(await asyncio.to_thread(store_clip, data, session.folder))
+            return
+        samples = decoder.decode(data)
+        session.received += samples.size
+        await session.feed.put(samples)
+
+    def touch() -> None:
         session.last_active = time.monotonic()
-        data, text = message.get("bytes"), message.get("text")
-        try:
-            if data is not None:
-                if len(data) > limit:
-                    raise InputError(f"message of {len(data)} bytes is over the limit of {limit} bytes; send smaller pieces")
-                if decoder is None:
-                    await session.feed.put(await asyncio.to_thread(store_clip, data, session.folder))
-                else:
-                    samples = decoder.decode(data)
-                    session.received += samples.size
-                    await session.feed.put(samples)
-            elif text is not None:
-                _check_control(text)
-                await fleet.interrupt(session)
-        except InputError as err:
-            with contextlib.suppress(Exception):
-                await ws.send_json(ErrorEvent(message=str(err)).model_dump())
-        except ServeError as err:  # the replica refused the interrupt (the session is resuming, say)
-            with contextlib.suppress(Exception):
-                await ws.send_json(ErrorEvent(message=str(err)).model_dump())
 
-
-def _check_control(text: str) -> None:
-    try:
-        InterruptCommand.model_validate_json(text)
-    except ValidationError:
-        raise InputError('text messages are JSON controls: {"type": "interrupt"}') from None
+    return await receive_messages(ws, fleet.settings.serve.max_upload_bytes, touch, speak, lambda: fleet.interrupt(session))
 
 
 async def _send_events(ws: WebSocket, events: asyncio.Queue[dict[str, Any] | Close], closed_here: list[Close]) -> None:

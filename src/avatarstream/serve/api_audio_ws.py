@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, WebSocket
@@ -69,34 +70,56 @@ async def _receive(ws: WebSocket, server: ServerContext, session: Session, decod
     """Read until the client goes away; returns its close code."""
     live = session.live
     assert live is not None
-    limit = server.settings.max_upload_bytes
+
+    async def speak(data: bytes) -> None:
+        segment = PcmSegment(decoder.decode(data)) if decoder is not None else await server.blocking(store_clip, data, session.folder)
+        await live.wait_for_room()
+        live.push(segment)
+
+    async def interrupt() -> None:
+        session.interrupt()
+
+    def touch() -> None:
+        session.last_active = time.monotonic()
+
+    return await receive_messages(ws, server.settings.max_upload_bytes, touch, speak, interrupt, lambda: session.id not in server.manager.active)
+
+
+async def receive_messages(
+    ws: WebSocket,
+    limit: int,
+    touch: Callable[[], None],
+    speak: Callable[[bytes], Awaitable[None]],
+    interrupt: Callable[[], Awaitable[Any]],
+    ended: Callable[[], bool] = lambda: False,
+) -> int:
+    """The socket's protocol (the single server's and the fleet's): binary audio to ``speak``, JSON controls to ``interrupt``,
+    a bad message answered with an error event. Returns the client's close code (1000 once ``ended``)."""
     while True:
         message = await ws.receive()
         if message["type"] == "websocket.disconnect":
             return int(message.get("code") or 1006)
-        session.last_active = time.monotonic()
+        touch()
         data, text = message.get("bytes"), message.get("text")
         try:
             if data is not None:
                 if len(data) > limit:
                     raise InputError(f"message of {len(data)} bytes is over the limit of {limit} bytes; send smaller pieces")
-                segment = PcmSegment(decoder.decode(data)) if decoder is not None else await server.blocking(store_clip, data, session.folder)
-                await live.wait_for_room()
-                live.push(segment)
+                await speak(data)
             elif text is not None:
-                _control(session, text)
-        except InputError as err:
+                _check_control(text)
+                await interrupt()
+        except (InputError, ServeError) as err:  # ServeError: the fleet's replica refused (its session is resuming, say)
             await _send(ws, ErrorEvent(message=str(err)).model_dump())
-        if session.id not in server.manager.active:
+        if ended():
             return 1000
 
 
-def _control(session: Session, text: str) -> None:
+def _check_control(text: str) -> None:
     try:
         InterruptCommand.model_validate_json(text)
     except ValidationError:
         raise InputError('text messages are JSON controls: {"type": "interrupt"}') from None
-    session.interrupt()
 
 
 async def _send_events(ws: WebSocket, events: asyncio.Queue[dict[str, Any]]) -> None:

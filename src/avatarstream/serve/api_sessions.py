@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -88,18 +89,35 @@ async def open_session(
     return manager.start(mode, folder, outputs, image, prompt, seed, source, resume=resume, saving=saving)
 
 
-@router.post("", status_code=201, response_model=SessionInfo, responses=ERRORS, summary="Open a live session", dependencies=[Depends(form_body)])
-async def create_session(
-    server: Server,
+@dataclass(frozen=True)
+class SessionForm:
+    """The form that opens a live session (the single server's and the fleet's)."""
+
+    identity: str
+    reference: UploadFile | None
+    avatar: int | None
+    prompt: str
+    seed: int
+    outputs: Outputs
+
+
+def session_form(
     identity: Annotated[str, Form(description=IDENTITY_HELP)] = "demo",
     reference: Annotated[UploadFile | None, File(description="reference image (PNG/JPEG), centre-cropped")] = None,
     avatar: Annotated[int | None, Form(ge=0, description=AVATAR_HELP)] = None,
     prompt: Annotated[str, Form(max_length=2000)] = "",
     seed: Annotated[int, Form()] = 0,
     outputs: Annotated[str, Form(description='JSON of Outputs, e.g. {"hls": true, "webrtc": true, "file": true}')] = "{}",
-) -> SessionInfo:
+) -> SessionForm:
+    if seed < 0:
+        raise InputError(f"seed must be 0 or more, got {seed}")
+    return SessionForm(identity, reference, avatar, prompt, seed, parse_outputs(outputs))
+
+
+@router.post("", status_code=201, response_model=SessionInfo, responses=ERRORS, summary="Open a live session", dependencies=[Depends(form_body)])
+async def create_session(server: Server, form: Annotated[SessionForm, Depends(session_form)]) -> SessionInfo:
     """The avatar starts moving at once (idle) and speaks whatever audio arrives, until closed or idle too long."""
-    session = await open_session(server, "live", identity, reference, avatar, prompt, seed, parse_outputs(outputs))
+    session = await open_session(server, "live", form.identity, form.reference, form.avatar, form.prompt, form.seed, form.outputs)
     return session.info()
 
 
