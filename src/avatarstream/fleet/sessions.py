@@ -29,7 +29,7 @@ from avatarstream.fleet.speech import SpeechLog
 from avatarstream.serve.audio_input import RATE, ClipSegment
 from avatarstream.serve.auth import TokenCheck
 from avatarstream.serve.logs import event
-from avatarstream.serve.problems import Busy, NotFound
+from avatarstream.serve.problems import Busy, NotFound, ServeError
 from avatarstream.serve.session import EVENT_QUEUE, SavedSession
 
 MAX_ENDED = 1000  # ended sessions' last JSON kept, oldest forgotten first
@@ -219,7 +219,7 @@ class Fleet:
         session = self.get(fid)
         if session.state != "running":
             return session.public_info()
-        with contextlib.suppress(AvatarStreamError, NotFound, OSError):
+        with contextlib.suppress(ServeError):  # a replica that does not answer (gone, and not yet noticed): the last figures
             session.info = await session.link.request("GET")
         return session.public_info()
 
@@ -228,10 +228,11 @@ class Fleet:
         if fid in self.ended:
             return self.ended.pop(fid)
         session = self.get(fid)
-        if session.state == "running":
-            with contextlib.suppress(AvatarStreamError, NotFound):
-                await session.link.request("DELETE")
-        else:
+        try:
+            if session.state != "running":
+                raise NotFound("the session is resuming")
+            await session.link.request("DELETE")  # the replica ends it; its slot reports the end, which ends the follower
+        except ServeError:  # resuming, or its replica is gone: stop following it here
             session.state = "closed"
             for task in session.tasks:
                 task.cancel()
@@ -297,6 +298,8 @@ class Fleet:
                     events = asyncio.create_task(self._relay(session))
         finally:
             events.cancel()
+            with contextlib.suppress(Exception):
+                reports.cancel()  # a follower stopped here (close while resuming, shutdown) ends the slot's request: its session closes
             await self._ended(session)
 
     def _apply(self, session: FleetSession, report: SlotReport) -> None:
