@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request, WebSocket
 
 from avatarstream.errors import InputError
 from avatarstream.fleet.sessions import Close, Fleet, FleetSession
-from avatarstream.serve.api_audio_ws import CLEAN_CLOSES, receive_messages, refuse
+from avatarstream.serve.api_audio_ws import CLEAN_CLOSES, receive_messages, refuse, socket_open
 from avatarstream.serve.api_sessions import receive_audio
 from avatarstream.serve.audio_input import ClipSegment, PcmDecoder
 from avatarstream.serve.problems import ServeError
@@ -44,22 +44,10 @@ async def audio_socket(ws: WebSocket, sid: str, format: str = "s16le", rate: int
         await refuse(ws, err)
         return
     await ws.accept()
-    session.sockets += 1
-    events = session.listen()
     closed_here: list[Close] = []
-    sender = asyncio.create_task(_send_events(ws, events, closed_here))
     code = 1006
-    try:
+    async with socket_open(session, decoder, lambda events: _send_events(ws, events, closed_here)):
         code = await _receive(ws, fleet, session, decoder)
-    finally:
-        if decoder is not None:
-            decoder.close()
-        session.sockets -= 1
-        session.last_active = time.monotonic()
-        session.listeners.discard(events)
-        sender.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sender
     if code not in CLEAN_CLOSES and not closed_here:  # a crashed client ends its session, as on the single server
         await fleet.close_if_running(sid)
 

@@ -83,6 +83,9 @@ class FleetSession:
         self.listeners.add(queue)
         return queue
 
+    def unlisten(self, queue: asyncio.Queue[dict[str, Any] | Close]) -> None:
+        self.listeners.discard(queue)
+
     def broadcast(self, message: dict[str, Any] | Close) -> None:
         for queue in self.listeners:
             if queue.full():

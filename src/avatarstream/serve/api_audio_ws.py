@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any, Protocol
 
 from fastapi import APIRouter, WebSocket
 from pydantic import ValidationError
@@ -47,12 +47,34 @@ async def audio_socket(ws: WebSocket, sid: str, format: str = "s16le", rate: int
         await refuse(ws, err)
         return
     await ws.accept()
+    code = 1006
+    async with socket_open(session, decoder, lambda events: _send_events(ws, events)):
+        code = await _receive(ws, server, session, decoder)
+    if code not in CLEAN_CLOSES:
+        await server.manager.close_if_running(session.id)
+
+
+class SocketSession(Protocol):
+    """What an audio socket needs of its session (the single server's Session, the fleet's FleetSession)."""
+
+    sockets: int
+    last_active: float
+
+    def listen(self) -> asyncio.Queue[Any]: ...
+
+    def unlisten(self, queue: asyncio.Queue[Any]) -> None: ...
+
+
+@contextlib.asynccontextmanager
+async def socket_open(
+    session: SocketSession, decoder: PcmDecoder | None, send: Callable[[asyncio.Queue[Any]], Coroutine[Any, Any, None]]
+) -> AsyncIterator[None]:
+    """While the socket is open: it counts as the session's, and ``send`` forwards the session's events to it."""
     session.sockets += 1
     events = session.listen()
-    sender = asyncio.create_task(_send_events(ws, events))
-    code = 1006
+    sender = asyncio.create_task(send(events))
     try:
-        code = await _receive(ws, server, session, decoder)
+        yield
     finally:
         if decoder is not None:
             decoder.close()
@@ -62,8 +84,6 @@ async def audio_socket(ws: WebSocket, sid: str, format: str = "s16le", rate: int
         sender.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sender
-    if code not in CLEAN_CLOSES:
-        await server.manager.close_if_running(session.id)
 
 
 async def _receive(ws: WebSocket, server: ServerContext, session: Session, decoder: PcmDecoder | None) -> int:
