@@ -66,6 +66,8 @@ def build_app(settings: FleetSettings) -> Application:
         name="FleetIngress",
         num_replicas=1,
         max_ongoing_requests=INGRESS_REQUESTS,
+        graceful_shutdown_timeout_s=settings.drain_timeout_s,  # replaced by a redeploy, it keeps its sockets as long as the slots drain
+        graceful_shutdown_wait_loop_s=1.0,
         ray_actor_options={"num_cpus": 0, "resources": HEAD_NODE},
     )(serve.ingress()(FleetIngress))
     return ingress.bind(slot.bind(settings.replica_serve_settings()), settings.ingress_view())

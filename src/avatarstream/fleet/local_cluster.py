@@ -83,3 +83,19 @@ def local_fleet(nodes: int, replicas: int, token: str | None = None, model: str 
             serve.shutdown()
         ray.shutdown()
         cluster.shutdown()
+        _wait_for_children(timeout_s=15.0)
+
+
+def _wait_for_children(timeout_s: float) -> None:
+    """The nodes' processes (raylets, workers) take a moment to exit: what runs next should not share the CPU with them."""
+    import psutil
+
+    nodes = []
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if any("ray" in part for part in child.cmdline()):  # only Ray's own: other children are not this cluster's
+                nodes.append(child)
+    _, alive = psutil.wait_procs(nodes, timeout=timeout_s)
+    for process in alive:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
