@@ -61,3 +61,23 @@ def test_the_cli_refuses_bad_options_in_one_line(capsys: pytest.CaptureFixture[s
     assert helped.value.code == 0
     shown = capsys.readouterr().out
     assert "--replicas" in shown and "avatarstream[fleet]" in shown
+
+
+def test_the_fleet_speaks_the_single_servers_api() -> None:
+    """Same paths and methods as `serve` (less the demo page), plus where each session lives; its docs page needs no CDN."""
+    from fastapi.testclient import TestClient
+
+    from avatarstream.fleet.api import create_fleet_app
+    from avatarstream.fleet.sessions import Fleet
+    from avatarstream.serve.app import create_app
+
+    fleet_app = create_fleet_app(Fleet(FleetSettings(), slots=None))
+    fleet_paths = {(path, method) for path, ops in fleet_app.openapi()["paths"].items() for method in ops}
+    single = create_app(ServeSettings(model="demo-tiny"))
+    single_paths = {(path, method) for path, ops in single.openapi()["paths"].items() for method in ops}
+    missing = {p for p in single_paths - fleet_paths if p[0] not in ("/sessions/{sid}/hls/{name}", "/sessions/{sid}/webrtc", "/sessions/{sid}/video.mp4")}
+    assert not missing, f"the fleet lacks {sorted(missing)} (video routes are the replicas')"
+    info = fleet_app.openapi()["components"]["schemas"]["FleetSessionInfo"]["properties"]
+    assert {"placement", "resumes", "speech_received_s"} <= set(info)
+    page = TestClient(fleet_app).get("/docs")  # no lifespan: nothing here talks to Ray
+    assert page.status_code == 200 and "cdn" not in page.text.lower()

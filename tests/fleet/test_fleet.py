@@ -8,7 +8,9 @@ scaled down while busy and the replica going away finishes its session first.
 from __future__ import annotations
 
 import asyncio
+import io
 import time
+import wave
 
 import aiohttp
 import numpy as np
@@ -66,6 +68,21 @@ def test_sessions_spread_over_nodes_and_a_full_fleet_refuses(fleet: LocalFleet) 
             for info in opened:
                 assert (await delete(http, fleet.url, info["id"]))["state"] == "closed"
             assert (await health(http, fleet.url))["sessions"] == 0
+            # a batch job takes a slot too, and its MP4 is served by its replica
+            form = aiohttp.FormData({"identity": "demo"})
+            form.add_field("audio", wav(speech(1.0)), filename="speech.wav", content_type="audio/wav")
+            async with http.post(f"{fleet.url}/jobs", data=form) as answer:
+                assert answer.status == 202, await answer.text()
+                job = await answer.json()
+            done = await wait_for(lambda: job_done(http, fleet.url, job["id"]), 30, "the job is done")
+            assert done["stats"]["frames"] == 25 and done["placement"]["node"] in {s["placement"]["node"] for s in opened}
+            async with http.get(f"{fleet.url}/jobs/{job['id']}/video.mp4", allow_redirects=False) as answer:
+                assert answer.status == 307 and answer.headers["Location"].startswith(done["placement"]["url"])
+                location = answer.headers["Location"]
+            async with http.get(location) as answer:
+                assert answer.status == 200 and (await answer.read())[4:8] == b"ftyp"
+            async with http.get(f"{fleet.url}/sessions/{job['id']}") as answer:
+                assert answer.status == 404, "a job's id opens no session"
 
     asyncio.run(scenario())
 
@@ -76,7 +93,7 @@ def test_a_lost_node_moves_only_its_session_which_continues(fleet: LocalFleet) -
             (_, a, _), (_, b, _) = await create(http, fleet.url), await create(http, fleet.url)
             lost_node = a["placement"]["node"]
             la, lb = await listen(http, fleet.url, a["id"]), await listen(http, fleet.url, b["id"])
-            first, rest = speech(6.0), speech(1.5, pitch=330.0)
+            first, rest = speech(5.0), speech(1.5, pitch=330.0)
             speaking = asyncio.create_task(la.send(first))
             await asyncio.gather(lb.send(speech(1.0)), wait_for(lambda: asyncio.sleep(0, la.last_frame > 40), 20, "A speaks"))
             removed = time.monotonic()
@@ -150,6 +167,22 @@ def test_a_redeploy_drains_busy_replicas(fleet: LocalFleet) -> None:
             await asyncio.to_thread(deploying.join, 30)
 
     asyncio.run(scenario())
+
+
+async def job_done(http: aiohttp.ClientSession, url: str, jid: str) -> dict | None:
+    async with http.get(f"{url}/jobs/{jid}") as answer:
+        info = await answer.json()
+    return info if info["state"] == "done" else None
+
+
+def wav(samples: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    with wave.open(out, "wb") as file:
+        file.setnchannels(1)
+        file.setsampwidth(2)
+        file.setframerate(RATE)
+        file.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
+    return out.getvalue()
 
 
 async def status_speech_done(http: aiohttp.ClientSession, url: str, sid: str, samples: int) -> dict | None:

@@ -1,4 +1,4 @@
-"""The fleet's HTTP API: the single server's session routes, answered by the ingress and the replica that holds each session.
+"""The fleet's HTTP API: the single server's session and job routes, answered by the ingress and the replica that holds each session.
 
 Clients do not change: the same paths, forms and WebSocket protocol as
 ``avatarstream serve``. Session JSON adds ``placement`` (replica, node, the
@@ -12,18 +12,20 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.responses import Response
+from fastapi import APIRouter, Depends, FastAPI, File, Request, UploadFile
+from fastapi.responses import RedirectResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from avatarstream.fleet import api_audio
 from avatarstream.fleet.schemas import FleetHealth, FleetSessionInfo
 from avatarstream.fleet.sessions import Fleet
 from avatarstream.fleet.slot import OpenRequest
+from avatarstream.serve import openapi
 from avatarstream.serve.api_sessions import ERRORS, UPLOAD_BODY, SessionForm, session_form
 from avatarstream.serve.app import add_handlers
 from avatarstream.serve.context import form_body
-from avatarstream.serve.schemas import AudioQueued, Interrupted
+from avatarstream.serve.problems import Conflict, NotFound
+from avatarstream.serve.schemas import AudioQueued, Interrupted, Problem
 from avatarstream.serve.uploads import check_image_type
 
 
@@ -76,6 +78,56 @@ async def interrupt(sid: str, fleet: FleetDep) -> dict[str, Any]:
     return await fleet.interrupt(fleet.get(sid))
 
 
+jobs = APIRouter(prefix="/jobs", tags=["batch jobs"], dependencies=[Depends(authorized)])
+
+
+@jobs.post("", status_code=202, response_model=FleetSessionInfo, responses=ERRORS, summary="Render an audio file to MP4", dependencies=[Depends(form_body)])
+async def create_job(
+    fleet: FleetDep,
+    form: Annotated[SessionForm, Depends(session_form)],
+    audio: Annotated[UploadFile, File(description="driving audio: WAV, MP3, FLAC or OGG")],
+) -> dict[str, Any]:
+    """On a free replica, as a session is; its MP4 is served by that replica (``links.video``). A job whose replica is lost
+    fails: submit it again."""
+    limit = fleet.settings.serve.max_upload_bytes
+    outputs = form.outputs if form.outputs.model_fields_set else form.outputs.model_copy(update={"hls": False})  # a job's default: no HLS
+    image, kind = (await form.reference.read(limit + 1), form.reference.content_type) if form.reference is not None else (None, None)
+    request = OpenRequest(
+        form.identity,
+        form.avatar,
+        form.prompt,
+        form.seed,
+        outputs.model_dump_json(),
+        image,
+        kind,
+        None,
+        "batch",
+        await audio.read(limit + 1),
+        audio.content_type,
+    )
+    return (await fleet.open(request)).public_info()
+
+
+@jobs.get("/{sid}", response_model=FleetSessionInfo, responses=ERRORS, summary="Status and placement of a job")
+async def job_status(sid: str, fleet: FleetDep) -> dict[str, Any]:
+    return await fleet.info(sid, "batch")
+
+
+@jobs.get("/{sid}/video.mp4", status_code=307, responses=ERRORS | {409: {"model": Problem}}, summary="Where the finished MP4 is: on the job's replica")
+async def job_video(sid: str, fleet: FleetDep) -> RedirectResponse:
+    info = await fleet.info(sid, "batch")
+    if info["state"] == "running":
+        raise Conflict(f"the video is ready when the job is done ({info['stats']['frames']} frames so far)")
+    if "video" not in info["links"]:
+        raise NotFound(f"no video: {info['error']}" if info["error"] else "this job made no video")
+    return RedirectResponse(info["links"]["video"], status_code=307)
+
+
+@jobs.delete("/{sid}", response_model=FleetSessionInfo, responses=ERRORS, summary="Cancel a job")
+async def delete_job(sid: str, fleet: FleetDep) -> dict[str, Any]:
+    return await fleet.close(sid, "batch")
+
+
 def create_fleet_app(state: Fleet) -> FastAPI:
     """The ingress's app over the fleet's sessions (Ray Serve builds it on the ingress replica)."""
 
@@ -87,11 +139,20 @@ def create_fleet_app(state: Fleet) -> FastAPI:
         finally:
             await state.shutdown()
 
-    app = FastAPI(title="avatarstream fleet", summary="Live talking-avatar sessions on a Ray Serve fleet.", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(
+        title="avatarstream fleet",
+        summary="Live talking-avatar sessions on a Ray Serve fleet.",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url=None,  # served by openapi.install from the package's own Swagger UI files (no CDN), as on the single server
+        redoc_url=None,
+    )
     app.state.fleet = state
 
     add_handlers(app)
     app.include_router(router)
+    app.include_router(jobs)
+    openapi.install(app)
     app.include_router(api_audio.router)
 
     @app.get("/healthz", response_model=FleetHealth, tags=["server"], summary="Liveness, slots and whether a token is needed")

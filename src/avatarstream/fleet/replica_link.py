@@ -27,10 +27,11 @@ class ReplicaError(ServeError):
 class ReplicaLink:
     """One session on one replica: ``base_url`` is the replica's own server, ``sid`` the session's id there."""
 
-    def __init__(self, http: aiohttp.ClientSession, base_url: str, sid: str, token: str | None) -> None:
+    def __init__(self, http: aiohttp.ClientSession, base_url: str, sid: str, token: str | None, kind: str = "sessions") -> None:
         self.http = http
         self.base_url = base_url
         self.sid = sid
+        self.path = f"/{kind}/{sid}"  # a live session's, or a batch job's (kind "jobs")
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._socket: aiohttp.ClientWebSocketResponse | None = None
 
@@ -51,9 +52,9 @@ class ReplicaLink:
                 yield json.loads(message.data)
 
     async def request(self, method: str, path: str = "") -> dict[str, Any]:
-        """A call to the session's HTTP API on the replica (``path`` after /sessions/ID)."""
+        """A call to the session's (or job's) HTTP API on the replica (``path`` after /sessions/ID or /jobs/ID)."""
         try:
-            async with self.http.request(method, f"{self.base_url}/sessions/{self.sid}{path}", headers=self.headers) as answer:
+            async with self.http.request(method, f"{self.base_url}{self.path}{path}", headers=self.headers) as answer:
                 body = await answer.json(content_type=None)
         except (aiohttp.ClientError, TimeoutError, json.JSONDecodeError) as err:
             raise ReplicaError(502, f"the session's replica did not answer ({type(err).__name__}); it may be gone, and the session resuming") from err

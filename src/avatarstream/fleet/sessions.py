@@ -99,7 +99,7 @@ class FleetSession:
         """The replica's session JSON as the fleet's: the fleet's id and links, where it lives, and its resumes."""
         info = dict(replica_info or self.info)
         local = info["links"]
-        base = f"/sessions/{self.id}"
+        base = f"/{'sessions' if self.request.mode == 'live' else 'jobs'}/{self.id}"
         links = {"self": base}
         if "audio_ws" in local:
             links |= {"audio_ws": f"{base}/audio", "audio_upload": f"{base}/audio", "interrupt": f"{base}/interrupt"}
@@ -154,7 +154,7 @@ class Fleet:
     async def shutdown(self) -> None:
         for task in self._loops:
             task.cancel()
-        await asyncio.gather(*(self.close(fid) for fid in list(self.sessions)), return_exceptions=True)
+        await asyncio.gather(*(self.close(fid, s.request.mode) for fid, s in list(self.sessions.items())), return_exceptions=True)
         if self._http is not None:
             await self._http.close()
         shutil.rmtree(self.work_dir, ignore_errors=True)
@@ -181,7 +181,12 @@ class Fleet:
         """Close sessions nobody has touched for the idle timeout (the replica cannot tell: the ingress's socket is always there)."""
         now = time.monotonic()
         for session in list(self.sessions.values()):
-            if session.state == "running" and session.sockets == 0 and now - session.last_active > self.settings.serve.idle_timeout_s:
+            if (
+                session.request.mode == "live"
+                and session.state == "running"
+                and session.sockets == 0
+                and now - session.last_active > self.settings.serve.idle_timeout_s
+            ):
                 event("session idle", session=session.log_id, idle_timeout_s=self.settings.serve.idle_timeout_s)
                 await self.close_if_running(session.id)
 
@@ -193,9 +198,11 @@ class Fleet:
         report, reports = await self._place(request)
         fid = secrets.token_urlsafe(18)
         folder = Path(tempfile.mkdtemp(prefix="session-", dir=self.work_dir))
-        link = ReplicaLink(self.http, report.base_url, report.info["id"], self.settings.serve.token)
+        live = request.mode == "live"
+        link = ReplicaLink(self.http, report.base_url, report.info["id"], self.settings.serve.token, "sessions" if live else "jobs")
         try:
-            await link.connect()
+            if live:  # a job's audio came with it: it has no socket
+                await link.connect()
         except Exception:
             reports.cancel()
             shutil.rmtree(folder, ignore_errors=True)
@@ -203,34 +210,35 @@ class Fleet:
         session = FleetSession(fid, request, report, link, folder)
         self.sessions[fid] = session
         session.attached.set()
-        session.tasks = [asyncio.create_task(self._follow(session, reports)), asyncio.create_task(self._feed(session))]
+        session.tasks = [asyncio.create_task(self._follow(session, reports)), *([asyncio.create_task(self._feed(session))] if live else [])]
         self.metrics.started.inc()
         event("session opened", session=session.log_id, replica=report.replica, node=report.node, ms=round((time.monotonic() - start) * 1000, 1))
         return session
 
-    def get(self, fid: str) -> FleetSession:
+    def get(self, fid: str, mode: str = "live") -> FleetSession:
+        """A running session (or job, ``mode="batch"``): ids of one kind open nothing else, as on the single server."""
         session = self.sessions.get(fid)
-        if session is None:
-            raise NotFound("no such session; it may have ended, timed out or never existed")
+        if session is None or session.request.mode != mode:
+            raise NotFound(f"no such {'session' if mode == 'live' else 'job'}; it may have ended, timed out or never existed")
         session.last_active = time.monotonic()
         return session
 
-    async def info(self, fid: str) -> dict[str, Any]:
+    async def info(self, fid: str, mode: str = "live") -> dict[str, Any]:
         """The session's JSON, its figures fresh from its replica (the last known ones while it resumes)."""
-        if fid in self.ended:
+        if fid in self.ended and self.ended[fid]["mode"] == mode:
             return self.ended[fid]
-        session = self.get(fid)
+        session = self.get(fid, mode)
         if session.state != "running":
             return session.public_info()
         with contextlib.suppress(ServeError):  # a replica that does not answer (gone, and not yet noticed): the last figures
             session.info = await session.link.request("GET")
         return session.public_info()
 
-    async def close(self, fid: str) -> dict[str, Any]:
+    async def close(self, fid: str, mode: str = "live") -> dict[str, Any]:
         """Close a running session (its final JSON stays for a while); forget an ended one."""
-        if fid in self.ended:
+        if fid in self.ended and self.ended[fid]["mode"] == mode:
             return self.ended.pop(fid)
-        session = self.get(fid)
+        session = self.get(fid, mode)
         try:
             if session.state != "running":
                 raise NotFound("the session is resuming")
@@ -282,7 +290,8 @@ class Fleet:
 
     async def _follow(self, session: FleetSession, reports: Any) -> None:
         """Apply the replica's reports until the session ends; when the replica is lost, resume the session elsewhere."""
-        events = asyncio.create_task(self._relay(session))
+        live = session.request.mode == "live"
+        events = asyncio.create_task(self._relay(session) if live else asyncio.sleep(0))
         try:
             while True:
                 try:
@@ -295,6 +304,10 @@ class Fleet:
                     break
                 except ray.exceptions.RayError as err:  # the replica's actor or node died
                     events.cancel()
+                    if not live:  # a job has no state saved along the way: it is submitted again
+                        session.state, session.error = "failed", f"its replica was lost ({type(err).__name__}); submit the job again"
+                        self.metrics.failed.inc()
+                        break
                     reports = await self._resume(session, err)
                     if reports is None:
                         break

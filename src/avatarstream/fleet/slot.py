@@ -46,6 +46,9 @@ class OpenRequest:
     reference: bytes | None = None
     reference_type: str | None = None
     resume: SavedSession | None = None
+    mode: Literal["live", "batch"] = "live"  # batch: a job, rendering ``audio`` (a whole file) to MP4
+    audio: bytes | None = None
+    audio_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -104,13 +107,27 @@ class SessionSlot:
         upload = None
         if request.reference is not None:
             upload = UploadFile(io.BytesIO(request.reference), filename="reference", headers=Headers({"content-type": request.reference_type or ""}))
+        audio = None
+        if request.audio is not None:
+            audio = UploadFile(io.BytesIO(request.audio), filename="audio", headers=Headers({"content-type": request.audio_type or ""}))
         outputs = parse_outputs(request.outputs)
+        live = request.mode == "live"
         return await open_session(
-            self.context, "live", request.identity, upload, request.avatar, request.prompt, request.seed, outputs, resume=request.resume, saving=True
+            self.context,
+            request.mode,
+            request.identity,
+            upload,
+            request.avatar,
+            request.prompt,
+            request.seed,
+            outputs,
+            audio,
+            resume=request.resume,
+            saving=live,
         )
 
     def _report(self, kind: Literal["opened", "saved", "ended"], session: Session, saved: SavedSession | None = None) -> SlotReport:
-        info = self.context.manager.info(session.id, "live").model_dump()
+        info = self.context.manager.info(session.id, session.mode).model_dump()
         speech_done = session.live.speech_done if session.live is not None else 0
         return SlotReport(kind, info, self.replica, self.node, self.base_url, speech_done, saved)
 
