@@ -28,6 +28,7 @@ from starlette.datastructures import Headers
 from avatarstream.serve.api_sessions import open_session, parse_outputs
 from avatarstream.serve.app import create_app
 from avatarstream.serve.context import ServerContext
+from avatarstream.serve.problems import NotFound
 from avatarstream.serve.session import SavedSession, Session
 from avatarstream.serve.settings import ServeSettings
 
@@ -127,7 +128,10 @@ class SessionSlot:
         )
 
     def _report(self, kind: Literal["opened", "saved", "ended"], session: Session, saved: SavedSession | None = None) -> SlotReport:
-        info = self.context.manager.info(session.id, session.mode).model_dump()
+        try:
+            info = self.context.manager.info(session.id, session.mode).model_dump()
+        except NotFound:  # a cancelled job is forgotten at once: its last figures are the session's own
+            info = session.info().model_dump()
         speech_done = session.live.speech_done if session.live is not None else 0
         return SlotReport(kind, info, self.replica, self.node, self.base_url, speech_done, saved)
 
