@@ -199,10 +199,8 @@ class Fleet:
         fid = secrets.token_urlsafe(18)
         folder = Path(tempfile.mkdtemp(prefix="session-", dir=self.work_dir))
         live = request.mode == "live"
-        link = ReplicaLink(self.http, report.base_url, report.info["id"], self.settings.serve.token, "sessions" if live else "jobs")
         try:
-            if live:  # a job's audio came with it: it has no socket
-                await link.connect()
+            link = await self._link(report, request.mode)
         except Exception:
             reports.cancel()
             shutil.rmtree(folder, ignore_errors=True)
@@ -269,7 +267,9 @@ class Fleet:
     async def _place(self, request: OpenRequest) -> tuple[SlotReport, Any]:
         """A free slot's first report for this request; Busy (503) when every slot is taken."""
         if self.busy >= self.running:
-            raise self._busy()
+            await self._count_replicas()  # the polled count may be a second old: refuse only on a fresh one
+            if self.busy >= self.running:
+                raise self._busy()
         reports = self.slots.options(stream=True).open.remote(request)
         try:
             report = await asyncio.wait_for(reports.__anext__(), self.settings.admission_wait_s)
@@ -279,6 +279,17 @@ class Fleet:
         except ray.exceptions.RayTaskError as err:
             raise _cause(err) from None
         return report, reports
+
+    async def _link(self, report: SlotReport, mode: str) -> ReplicaLink:
+        """The connection to the replica that just took a session (a job's audio came with it: it has no socket)."""
+        link = ReplicaLink(self.http, report.base_url, report.info["id"], self.settings.serve.token, "sessions" if mode == "live" else "jobs")
+        if mode == "live":
+            await link.connect()
+        return link
+
+    def _fail(self, session: FleetSession, message: str) -> None:
+        session.state, session.error = "failed", message
+        self.metrics.failed.inc()
 
     def _busy(self) -> Busy:
         self.metrics.rejected.inc()
@@ -299,14 +310,12 @@ class Fleet:
                         self._apply(session, report)
                     break
                 except ray.exceptions.RayTaskError as err:
-                    session.state, session.error = "failed", f"the replica failed: {_cause(err)}"
-                    self.metrics.failed.inc()
+                    self._fail(session, f"the replica failed: {_cause(err)}")
                     break
                 except ray.exceptions.RayError as err:  # the replica's actor or node died
                     events.cancel()
                     if not live:  # a job has no state saved along the way: it is submitted again
-                        session.state, session.error = "failed", f"its replica was lost ({type(err).__name__}); submit the job again"
-                        self.metrics.failed.inc()
+                        self._fail(session, f"its replica was lost ({type(err).__name__}); submit the job again")
                         break
                     reports = await self._resume(session, err)
                     if reports is None:
@@ -379,20 +388,16 @@ class Fleet:
                 break
             except Busy:
                 if time.monotonic() - lost_at > self.settings.resume_timeout_s:
-                    session.state, session.error = "failed", f"its replica was lost and no slot was free within {self.settings.resume_timeout_s:.0f} s"
-                    self.metrics.failed.inc()
+                    self._fail(session, f"its replica was lost and no slot was free within {self.settings.resume_timeout_s:.0f} s")
                     return None
                 await asyncio.sleep(0.5)
             except (InputError, AvatarStreamError, ray.exceptions.RayError) as failure:
-                session.state, session.error = "failed", f"its replica was lost and it could not resume: {failure}"
-                self.metrics.failed.inc()
+                self._fail(session, f"its replica was lost and it could not resume: {failure}")
                 return None
-        link = ReplicaLink(self.http, report.base_url, report.info["id"], self.settings.serve.token)
-        await link.connect()
-        session.attach(report, link)
+        session.attach(report, await self._link(report, session.request.mode))
         again = session.speech.since(session.saved.speech_done if session.saved is not None else 0)
         if again.size:
-            await link.send(again)
+            await session.link.send(again)
         session.resumes += 1
         session.resumed_from = session.saved.state.published_frames if session.saved is not None else 0
         session.state = "running"

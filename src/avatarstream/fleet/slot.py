@@ -105,12 +105,8 @@ class SessionSlot:
                 await asyncio.shield(manager.close_if_running(session.id))
 
     async def _start(self, request: OpenRequest) -> Session:
-        upload = None
-        if request.reference is not None:
-            upload = UploadFile(io.BytesIO(request.reference), filename="reference", headers=Headers({"content-type": request.reference_type or ""}))
-        audio = None
-        if request.audio is not None:
-            audio = UploadFile(io.BytesIO(request.audio), filename="audio", headers=Headers({"content-type": request.audio_type or ""}))
+        upload = _upload(request.reference, "reference", request.reference_type)
+        audio = _upload(request.audio, "audio", request.audio_type)
         outputs = parse_outputs(request.outputs)
         live = request.mode == "live"
         return await open_session(
@@ -140,6 +136,13 @@ class SessionSlot:
         self.server.should_exit = True
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.serving, 30)
+
+
+def _upload(data: bytes | None, name: str, content_type: str | None) -> UploadFile | None:
+    """Bytes the ingress received, as the upload the single server's session code reads."""
+    if data is None:
+        return None
+    return UploadFile(io.BytesIO(data), filename=name, headers=Headers({"content-type": content_type or ""}))
 
 
 def _without_values(saved: SavedSession) -> SavedSession:
