@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip install --quiet -c requirements/lock.txt
 STAMP := $(VENV)/.installed
+FLEET_STAMP := $(VENV)/.fleet-deps
 TEST_STAMP := $(VENV)/.test-deps
 
 .PHONY: demo test lint install clean train-demo eval fleet
@@ -21,9 +22,14 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	$(PIP) -e '.[dev]'
 	touch $(STAMP)
 
+# the fleet extra (Ray Serve): `make fleet` runs it, and `make lint` type-checks fleet/ against it
+$(FLEET_STAMP): $(STAMP)
+	$(PIP) -e '.[dev,fleet]'
+	touch $(FLEET_STAMP)
+
 # what only the tests need: Debian packages (GStreamer, nginx-rtmp, chromium, espeak-ng; apt-get, as root or via sudo)
-# the GStreamer backend and the fleet (Ray Serve)
-$(TEST_STAMP): $(STAMP) scripts/system-deps.sh
+# the GStreamer backend and the fleet
+$(TEST_STAMP): $(FLEET_STAMP) scripts/system-deps.sh
 	bash scripts/system-deps.sh
 	$(PIP) -e '.[dev,gstreamer,fleet]'
 	touch $(TEST_STAMP)
@@ -31,8 +37,7 @@ $(TEST_STAMP): $(STAMP) scripts/system-deps.sh
 install: $(STAMP)
 
 # a local fleet of two session slots on Ray Serve (docs/fleet.md); Ctrl-C stops it
-fleet: $(STAMP)
-	$(PIP) -e '.[dev,fleet]'
+fleet: $(FLEET_STAMP)
 	$(BIN)/avatarstream fleet --replicas 2 --model demo
 
 demo: $(STAMP)
@@ -42,7 +47,7 @@ test: $(TEST_STAMP)
 	$(BIN)/pytest -q
 
 # ruff (lint + format check) and mypy (strict for pipeline/, runtime/, publish/); settings in pyproject.toml
-lint: $(STAMP)
+lint: $(FLEET_STAMP)
 	$(BIN)/ruff check src tests scripts
 	$(BIN)/ruff format --check src tests scripts
 	$(BIN)/mypy

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import socket
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from avatarstream.errors import InputError, PublishError
 from avatarstream.publish.options import add_output_arguments, outputs_from_args
+from avatarstream.publish.outputs import Outputs
 from avatarstream.publish.preview import PreviewServer
 from avatarstream.publish.settings import EncoderSettings
 from avatarstream.publish.sinks import HlsSink, Mp4FileSink, RtmpSink
@@ -50,11 +53,34 @@ def test_all_outputs_in_one_run(tmp_path: Path) -> None:
 
 
 def test_preview_alone_gets_a_bounded_hls_folder(tmp_path: Path) -> None:
-    publisher = open_publisher(parse("--preview", "127.0.0.1:0"), SETTINGS)
+    publisher = open_publisher(parse("--preview", "127.0.0.1:0", "--no-keep-preview"), SETTINGS)
     with publisher:
         sinks = publisher.sinks
         assert isinstance(sinks[0], HlsSink) and sinks[0].window == 10
         assert sinks[1].hls_dir == sinks[0].directory.resolve()
+        scratch = sinks[1].hls_dir
+        publisher.submit(make_chunks([25])[0])
+    assert not scratch.exists()  # stopped with the render: nothing left in /tmp
+
+
+def test_kept_preview_removes_its_scratch_folder_only_when_stopped() -> None:
+    publisher = Outputs(preview="127.0.0.1:0", keep_preview=True).open(SETTINGS)
+    with publisher:
+        publisher.submit(make_chunks([25])[0])
+    server = publisher.sinks[1]
+    assert (server.hls_dir / "index.m3u8").is_file()  # still served after the render
+    server.stop()
+    assert not server.hls_dir.exists()
+
+
+def test_a_preview_that_cannot_listen_leaves_no_scratch_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(PublishError, match="cannot serve the preview"):
+            Outputs(preview=f"127.0.0.1:{taken.getsockname()[1]}").open(SETTINGS)
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(

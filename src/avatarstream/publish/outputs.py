@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,7 @@ class Outputs:
         preview = host_port(self.preview) if self.preview else None
         sinks: list[Sink] = []
         server: PreviewServer | None = None
+        scratch: Path | None = None  # the preview's own HLS folder, when no --hls was asked for
         try:
             if self.file:
                 sinks.append(Mp4FileSink(Path(self.file), fragmented=self.fragmented))
@@ -65,11 +67,11 @@ class Outputs:
                 sinks.append(RtmpSink(self.rtmp))
             if preview is not None:
                 if hls_dir is None:
-                    hls_dir = Path(tempfile.mkdtemp(prefix="avatarstream-preview-"))
+                    scratch = hls_dir = Path(tempfile.mkdtemp(prefix="avatarstream-preview-"))
                     sinks.append(HlsSink(hls_dir, window=PREVIEW_ONLY_WINDOW))
                 from avatarstream.publish.preview import PreviewServer  # aiortc is loaded only for a preview
 
-                server = PreviewServer(hls_dir, *preview, keep_serving=self.keep_preview)
+                server = PreviewServer(hls_dir, *preview, keep_serving=self.keep_preview, owns_hls_dir=scratch is not None)
                 print(f"preview: {server.url}", flush=True)
                 sinks.append(server)
             if self.kvs or self.kvs_stream_arn:
@@ -78,8 +80,10 @@ class Outputs:
                 raise InputError("no output: give an MP4 file (--out), an HLS folder (--hls), an RTMP URL (--rtmp), a Kinesis stream (--kvs) or --preview")
             return Publisher(settings, sinks, encoder=self.encoder)
         except BaseException:
-            if server is not None:  # already listening
+            if server is not None:  # already listening; stopping also removes its scratch folder
                 server.stop()
+            elif scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
             raise
 
     def _kvs_sink(self) -> Sink:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import mimetypes
+import shutil
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,11 +34,17 @@ MAX_OFFER_BYTES = 64 * 1024
 
 
 class PreviewServer(WebRtcSink):
-    """HTTP on ``host:port`` (port 0: any free one): ``/`` the page, ``/hls/`` the HLS folder, ``/offer`` WebRTC."""
+    """HTTP on ``host:port`` (port 0: any free one): ``/`` the page, ``/hls/`` the HLS folder, ``/offer`` WebRTC.
 
-    def __init__(self, hls_dir: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keep_serving: bool = False) -> None:
+    ``owns_hls_dir``: the folder is the preview's own scratch space (no ``--hls`` was asked for), removed once serving stops.
+    """
+
+    def __init__(
+        self, hls_dir: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keep_serving: bool = False, owns_hls_dir: bool = False
+    ) -> None:
         super().__init__()
         self.keep_serving = keep_serving
+        self.owns_hls_dir = owns_hls_dir
         self.hls_dir = Path(hls_dir).resolve()
         try:
             self._http = ThreadingHTTPServer((host, port), _handler(self))
@@ -69,6 +76,8 @@ class PreviewServer(WebRtcSink):
             self._http.shutdown()
             self._thread.join()
         self._http.server_close()
+        if self.owns_hls_dir:
+            shutil.rmtree(self.hls_dir, ignore_errors=True)
 
 
 def _handler(server: PreviewServer) -> type[BaseHTTPRequestHandler]:
