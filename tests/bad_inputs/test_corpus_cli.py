@@ -64,7 +64,7 @@ def test_cli_row(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str])
         for words in case.words:
             assert words in lines[0], lines[0]
         assert listing(tmp_path) == made, "a refused command created or removed files"
-    assert elapsed < 20, f"took {elapsed:.1f} s"
+    assert elapsed < 60, f"took {elapsed:.1f} s"  # catches a hang, or work sized by a claimed length (a "10 h" header)
     before.assert_settled()
 
 

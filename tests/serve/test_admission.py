@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import httpx
 import websockets
@@ -14,14 +15,20 @@ def test_three_concurrent_sessions_and_503(tmp_path) -> None:
         asyncio.run(_three_and_one_more(base))
 
 
-async def _speak(base: str, sid: str) -> list[dict]:
+async def _speak(base: str, sid: str) -> int:
     async with websockets.connect(ws_url(base, sid)) as ws:
         events = Events(ws)
         await send_paced(ws, speech(3.0), piece_s=0.1)
         await events.wait_for(lambda e: e["type"] == "frames" and e["speech"] > 0)
-        await events.wait_for(lambda e: e["type"] == "frames" and e["first_frame"] >= 3 * 25)
+        # speech sent is never dropped, only late on a loaded machine: wait for most of it rather than for the wall clock
+        with contextlib.suppress(AssertionError):
+            await events.wait_for(lambda _: _speech_frames(events) >= 2.5 * 25, timeout=60)
         events.task.cancel()
-        return events.frames()
+        return _speech_frames(events)
+
+
+def _speech_frames(events: Events) -> int:
+    return sum(e["count"] for e in events.frames() if e["speech"] > 0)
 
 
 async def _three_and_one_more(base: str) -> None:
@@ -39,9 +46,8 @@ async def _three_and_one_more(base: str) -> None:
         job = await client.post("/jobs", files={"audio": ("a.wav", wav_bytes(speech(1.0)), "audio/wav")})
         assert job.status_code == 503  # batch jobs take the same slots
 
-        results = await asyncio.gather(*(_speak(base, sid) for sid in ids))
-        for frames in results:
-            assert sum(e["count"] for e in frames if e["speech"] > 0) >= 2.5 * 25
+        speech_frames = await asyncio.gather(*(_speak(base, sid) for sid in ids))
+        assert min(speech_frames) >= 2.5 * 25, speech_frames  # every session spoke, none starved by the others
         for sid in ids:
             stats = (await client.get(f"/sessions/{sid}")).json()["stats"]
             assert stats["ttff_s"] is not None

@@ -71,7 +71,7 @@ def test_unreachable_endpoint_never_blocks_write(media: Media, endpoint: str) ->
         started = time.monotonic()
         report = sink.close()
         closing = time.monotonic() - started
-    assert slowest < 0.25  # never a network wait (1 s timeouts), whatever the machine's load
+    assert slowest < 0.6  # never a network wait (1 s timeouts); the margin is for a loaded machine's scheduling
     assert closing < 0.5 + 2.5
     assert report.packets_delivered == 0
     assert report.packets_dropped == 3 * len(packets)
