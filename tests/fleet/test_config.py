@@ -77,7 +77,16 @@ def test_the_fleet_speaks_the_single_servers_api() -> None:
     single_paths = {(path, method) for path, ops in single.openapi()["paths"].items() for method in ops}
     missing = {p for p in single_paths - fleet_paths if p[0] not in ("/sessions/{sid}/hls/{name}", "/sessions/{sid}/webrtc", "/sessions/{sid}/video.mp4")}
     assert not missing, f"the fleet lacks {sorted(missing)} (video routes are the replicas')"
+    for path in ("/sessions", "/jobs"):  # the same form fields, defaults and help: one form dependency serves both servers
+        assert _form_fields(fleet_app.openapi(), path) == _form_fields(single.openapi(), path), path
     info = fleet_app.openapi()["components"]["schemas"]["FleetSessionInfo"]["properties"]
     assert {"placement", "resumes", "speech_received_s"} <= set(info)
     page = TestClient(fleet_app).get("/docs")  # no lifespan: nothing here talks to Ray
     assert page.status_code == 200 and "cdn" not in page.text.lower()
+
+
+def _form_fields(spec: dict, path: str) -> tuple[dict, list]:
+    """The fields of the form that POST ``path`` takes, as its OpenAPI schema describes them."""
+    ref = spec["paths"][path]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]["$ref"]
+    schema = spec["components"]["schemas"][ref.rsplit("/", 1)[1]]
+    return schema["properties"], sorted(schema.get("required", []))

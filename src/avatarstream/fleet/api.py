@@ -21,7 +21,7 @@ from avatarstream.fleet.schemas import FleetHealth, FleetSessionInfo
 from avatarstream.fleet.sessions import Fleet
 from avatarstream.fleet.slot import OpenRequest
 from avatarstream.serve import openapi
-from avatarstream.serve.api_sessions import ERRORS, UPLOAD_BODY, SessionForm, session_form
+from avatarstream.serve.api_sessions import ERRORS, JOB_AUDIO_HELP, UPLOAD_BODY, SessionForm, job_form, session_form
 from avatarstream.serve.app import add_handlers
 from avatarstream.serve.context import form_body
 from avatarstream.serve.problems import Conflict, NotFound
@@ -44,13 +44,19 @@ router = APIRouter(prefix="/sessions", tags=["live sessions"], dependencies=[Dep
 @router.post("", status_code=201, response_model=FleetSessionInfo, responses=ERRORS, summary="Open a live session", dependencies=[Depends(form_body)])
 async def create_session(fleet: FleetDep, form: Annotated[SessionForm, Depends(session_form)]) -> dict[str, Any]:
     """On a free replica (503 with Retry-After when every slot is busy); the replica checks the inputs as the single server does."""
-    image, kind = None, None
-    if form.reference is not None:
-        check_image_type(form.reference.content_type)
-        image, kind = await form.reference.read(fleet.settings.serve.max_upload_bytes + 1), form.reference.content_type
+    image, kind = await _reference(form, fleet.settings.serve.max_upload_bytes)
     request = OpenRequest(form.identity, form.avatar, form.prompt, form.seed, form.outputs.model_dump_json(), image, kind)
     session = await fleet.open(request)
     return session.public_info()
+
+
+async def _reference(form: SessionForm, limit: int) -> tuple[bytes | None, str | None]:
+    """The reference image's bytes and type, for the replica (which checks it as the single server does; the type here,
+    before a slot is taken)."""
+    if form.reference is None:
+        return None, None
+    check_image_type(form.reference.content_type)
+    return await form.reference.read(limit + 1), form.reference.content_type
 
 
 @router.get("/{sid}", response_model=FleetSessionInfo, responses=ERRORS, summary="Status, figures and placement of a session")
@@ -84,20 +90,19 @@ jobs = APIRouter(prefix="/jobs", tags=["batch jobs"], dependencies=[Depends(auth
 @jobs.post("", status_code=202, response_model=FleetSessionInfo, responses=ERRORS, summary="Render an audio file to MP4", dependencies=[Depends(form_body)])
 async def create_job(
     fleet: FleetDep,
-    form: Annotated[SessionForm, Depends(session_form)],
-    audio: Annotated[UploadFile, File(description="driving audio: WAV, MP3, FLAC or OGG")],
+    audio: Annotated[UploadFile, File(description=JOB_AUDIO_HELP)],
+    form: Annotated[SessionForm, Depends(job_form)],
 ) -> dict[str, Any]:
     """On a free replica, as a session is; its MP4 is served by that replica (``links.video``). A job whose replica is lost
     fails: submit it again."""
     limit = fleet.settings.serve.max_upload_bytes
-    outputs = form.outputs if form.outputs.model_fields_set else form.outputs.model_copy(update={"hls": False})  # a job's default: no HLS
-    image, kind = (await form.reference.read(limit + 1), form.reference.content_type) if form.reference is not None else (None, None)
+    image, kind = await _reference(form, limit)
     request = OpenRequest(
         form.identity,
         form.avatar,
         form.prompt,
         form.seed,
-        outputs.model_dump_json(),
+        form.outputs.model_dump_json(),
         image,
         kind,
         None,

@@ -32,6 +32,7 @@ from avatarstream.serve.logs import event
 from avatarstream.serve.problems import Busy, NotFound, ServeError
 from avatarstream.serve.session import EVENT_QUEUE, SavedSession
 
+ROUTES = {"live": "sessions", "batch": "jobs"}  # where each mode lives in the HTTP API, on the fleet and on a replica
 MAX_ENDED = 1000  # ended sessions' last JSON kept, oldest forgotten first
 PIECE = RATE // 10  # an encoded clip goes to the replica in pieces of 100 ms
 LOST_CLOSE = 1012  # "service restart": the client reconnects to the same session, which resumes elsewhere
@@ -99,7 +100,7 @@ class FleetSession:
         """The replica's session JSON as the fleet's: the fleet's id and links, where it lives, and its resumes."""
         info = dict(replica_info or self.info)
         local = info["links"]
-        base = f"/{'sessions' if self.request.mode == 'live' else 'jobs'}/{self.id}"
+        base = f"/{ROUTES[self.request.mode]}/{self.id}"
         links = {"self": base}
         if "audio_ws" in local:
             links |= {"audio_ws": f"{base}/audio", "audio_upload": f"{base}/audio", "interrupt": f"{base}/interrupt"}
@@ -237,11 +238,12 @@ class Fleet:
         if fid in self.ended and self.ended[fid]["mode"] == mode:
             return self.ended.pop(fid)
         session = self.get(fid, mode)
-        try:
-            if session.state != "running":
-                raise NotFound("the session is resuming")
-            await session.link.request("DELETE")  # the replica ends it; its slot reports the end, which ends the follower
-        except ServeError:  # resuming, or its replica is gone: stop following it here
+        ended_there = False
+        if session.state == "running":
+            with contextlib.suppress(ServeError):  # its replica is gone, and not yet noticed
+                await session.link.request("DELETE")  # the replica ends it; its slot reports the end, which ends the follower
+                ended_there = True
+        if not ended_there:  # resuming, or its replica is gone: stop following it here
             session.state = "closed"
             for task in session.tasks:
                 task.cancel()
@@ -282,7 +284,7 @@ class Fleet:
 
     async def _link(self, report: SlotReport, mode: str) -> ReplicaLink:
         """The connection to the replica that just took a session (a job's audio came with it: it has no socket)."""
-        link = ReplicaLink(self.http, report.base_url, report.info["id"], self.settings.serve.token, "sessions" if mode == "live" else "jobs")
+        link = ReplicaLink(self.http, report.base_url, report.info["id"], self.settings.serve.token, ROUTES[mode])
         if mode == "live":
             await link.connect()
         return link

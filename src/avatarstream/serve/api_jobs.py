@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, File, Form, UploadFile
+from fastapi import APIRouter, Depends, File, UploadFile
 from fastapi.responses import FileResponse
 
-from avatarstream.serve.api_sessions import AVATAR_HELP, ERRORS, IDENTITY_HELP, open_session, parse_outputs, video_response
+from avatarstream.serve.api_sessions import ERRORS, JOB_AUDIO_HELP, SessionForm, job_form, open_session, video_response
 from avatarstream.serve.context import Server, authorized, form_body
 from avatarstream.serve.schemas import Problem, SessionInfo
 
@@ -16,17 +16,10 @@ router = APIRouter(prefix="/jobs", tags=["batch jobs"], dependencies=[Depends(au
 
 @router.post("", status_code=202, response_model=SessionInfo, responses=ERRORS, summary="Render an audio file to MP4", dependencies=[Depends(form_body)])
 async def create_job(
-    server: Server,
-    audio: Annotated[UploadFile, File(description="driving audio: WAV, MP3, FLAC or OGG")],
-    identity: Annotated[str, Form(description=IDENTITY_HELP)] = "demo",
-    reference: Annotated[UploadFile | None, File(description="reference image (PNG/JPEG)")] = None,
-    avatar: Annotated[int | None, Form(ge=0, description=AVATAR_HELP)] = None,
-    prompt: Annotated[str, Form(max_length=2000)] = "",
-    seed: Annotated[int, Form()] = 0,
-    outputs: Annotated[str, Form(description="JSON of Outputs; the MP4 is always written (outputs.file reads true)")] = '{"hls": false}',
+    server: Server, audio: Annotated[UploadFile, File(description=JOB_AUDIO_HELP)], form: Annotated[SessionForm, Depends(job_form)]
 ) -> SessionInfo:
     """Counts as a session while it runs; its MP4 stays downloadable until the result TTL or DELETE."""
-    job = await open_session(server, "batch", identity, reference, avatar, prompt, seed, parse_outputs(outputs), audio)
+    job = await open_session(server, "batch", form.identity, form.reference, form.avatar, form.prompt, form.seed, form.outputs, audio)
     return job.info()
 
 

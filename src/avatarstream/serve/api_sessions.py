@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import FileResponse, Response
@@ -25,6 +25,7 @@ HLS_NAME = re.compile(r"index\.m3u8|init\.mp4|seg\d{5}\.m4s")
 HLS_TYPES = {".m3u8": "application/vnd.apple.mpegurl", ".mp4": "video/mp4", ".m4s": "video/iso.segment"}
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404, 413, 415, 422, 503)}
 IDENTITY_HELP = "demo: the model's default avatar (the one `avatarstream render` uses), when neither reference nor avatar is given"
+JOB_AUDIO_HELP = "driving audio: WAV, MP3, FLAC or OGG"
 AVATAR_HELP = "procedural identity SEED, as `render --avatar SEED` (what the demo weights were trained on)"
 
 
@@ -91,7 +92,7 @@ async def open_session(
 
 @dataclass(frozen=True)
 class SessionForm:
-    """The form that opens a live session (the single server's and the fleet's)."""
+    """The form that opens a live session or a batch job (the single server's and the fleet's)."""
 
     identity: str
     reference: UploadFile | None
@@ -101,17 +102,40 @@ class SessionForm:
     outputs: Outputs
 
 
-def session_form(
+class _Who(NamedTuple):
+    """Who the avatar is and what drives it: the fields sessions and jobs share (their ``outputs`` defaults differ)."""
+
+    identity: str
+    reference: UploadFile | None
+    avatar: int | None
+    prompt: str
+    seed: int
+
+
+def _who_form(
     identity: Annotated[str, Form(description=IDENTITY_HELP)] = "demo",
     reference: Annotated[UploadFile | None, File(description="reference image (PNG/JPEG), centre-cropped")] = None,
     avatar: Annotated[int | None, Form(ge=0, description=AVATAR_HELP)] = None,
     prompt: Annotated[str, Form(max_length=2000)] = "",
     seed: Annotated[int, Form()] = 0,
-    outputs: Annotated[str, Form(description='JSON of Outputs, e.g. {"hls": true, "webrtc": true, "file": true}')] = "{}",
-) -> SessionForm:
+) -> _Who:
     if seed < 0:
         raise InputError(f"seed must be 0 or more, got {seed}")
-    return SessionForm(identity, reference, avatar, prompt, seed, parse_outputs(outputs))
+    return _Who(identity, reference, avatar, prompt, seed)
+
+
+def session_form(
+    who: Annotated[_Who, Depends(_who_form)],
+    outputs: Annotated[str, Form(description='JSON of Outputs, e.g. {"hls": true, "webrtc": true, "file": true}')] = "{}",
+) -> SessionForm:
+    return SessionForm(*who, parse_outputs(outputs))
+
+
+def job_form(
+    who: Annotated[_Who, Depends(_who_form)],
+    outputs: Annotated[str, Form(description="JSON of Outputs; the MP4 is always written (outputs.file reads true)")] = '{"hls": false}',
+) -> SessionForm:
+    return SessionForm(*who, parse_outputs(outputs))
 
 
 @router.post("", status_code=201, response_model=SessionInfo, responses=ERRORS, summary="Open a live session", dependencies=[Depends(form_body)])
