@@ -33,11 +33,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from avatarstream.models.demo import A2VDiT, DemoConfig, DiTConfig, SRConfig, SRDiT  # noqa: E402
-from avatarstream.pipeline.module import Module  # noqa: E402
-from avatarstream.runtime.devices import synchronize  # noqa: E402
-from avatarstream.runtime.placement import gpu_bus_id, plan_binding  # noqa: E402
-from avatarstream.runtime.residency import Runtime  # noqa: E402
+from avatarstream.models.demo import A2VDiT, DemoConfig, DiTConfig, SRConfig, SRDiT
+from avatarstream.runtime.devices import synchronize
+from avatarstream.runtime.module import Module
+from avatarstream.runtime.placement import gpu_bus_id, plan_binding
+from avatarstream.runtime.residency import Runtime
 
 SWITCH_BUDGET_MS = 10.0
 
@@ -67,7 +67,9 @@ FULL = Sizes(
     bandwidth_bytes=1 << 30,
 )
 SMOKE = Sizes(
-    config=dataclasses.replace(DemoConfig.tiny(), dit=dataclasses.replace(DemoConfig.tiny().dit, layers=3), sr=dataclasses.replace(DemoConfig.tiny().sr, layers=2)),
+    config=dataclasses.replace(
+        DemoConfig.tiny(), dit=dataclasses.replace(DemoConfig.tiny().dit, layers=3), sr=dataclasses.replace(DemoConfig.tiny().sr, layers=2)
+    ),
     latent=(8, 12),
     frames=(2,),
     base_latent=(4, 6),
@@ -203,7 +205,9 @@ def streamed_overhead(sizes: Sizes, device: torch.device, dtype: torch.dtype, sl
 # -- 3. exposed stage switch ---------------------------------------------------------------------
 
 
-def switch_loop(modules: dict[str, Module], config: dict[str, str], inputs: dict[str, tuple], device: torch.device, sizes: Sizes, *, sync: bool) -> dict[str, Any]:
+def switch_loop(
+    modules: dict[str, Module], config: dict[str, str], inputs: dict[str, tuple], device: torch.device, sizes: Sizes, *, sync: bool
+) -> dict[str, Any]:
     """The pipeline's sequence of runtime calls for A2V (``steps`` forwards) and SR, chunk after chunk."""
     runtime = Runtime(device, config)
     stages = [("audio_to_video", modules["a2v_dit"], sizes.steps), ("super_resolution", modules["sr_dit"], 1)]
@@ -256,7 +260,9 @@ def stage_switch(sizes: Sizes, device: torch.device, dtype: torch.dtype) -> dict
         "a2v streamed:2, sr streamed:2": {"a2v_dit": "streamed:2", "sr_dit": "streamed:2"},
         "both offloaded": {"default": "offloaded"},
     }
-    runs = {f"{label} | sync={sync}": switch_loop(modules, config, inputs, device, sizes, sync=sync) for label, config in configs.items() for sync in (True, False)}
+    runs = {
+        f"{label} | sync={sync}": switch_loop(modules, config, inputs, device, sizes, sync=sync) for label, config in configs.items() for sync in (True, False)
+    }
     worst_streamed = max(r["max_exposed_ms"] for label, r in runs.items() if "streamed" in label)
     return {
         "a2v_params": modules["a2v_dit"].num_parameters,

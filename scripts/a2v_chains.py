@@ -24,7 +24,7 @@ import torch
 
 from avatarstream.families.demo import DEFAULT_SHIFT, DEFAULT_STEPS, MOTION_FRAMES, DemoFamily
 from avatarstream.models.demo import FlowMatchEuler
-from avatarstream.stages.audio_to_video import sample_window
+from avatarstream.stages.demo.audio_to_video import sample_window
 from avatarstream.training.a2v import WindowAudio
 from avatarstream.training.latents import LatentSet
 

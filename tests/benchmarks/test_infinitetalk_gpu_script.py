@@ -20,7 +20,7 @@ from avatarstream.benchmarks import infinitetalk_gpu as bench
 from avatarstream.families.infinitetalk.family import InfiniteTalkFamily
 from avatarstream.families.infinitetalk.memory import real_weight_counts
 from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT
-from avatarstream.stages.infinitetalk.common import device_and_dtype
+from avatarstream.stages.common import device_and_dtype
 
 STAGES = {"reference_encode", "prompt_encode", "context_gen", "audio_to_video", "decode"}
 

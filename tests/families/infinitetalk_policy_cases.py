@@ -10,7 +10,7 @@ from avatarstream.families.infinitetalk.layout import resolve
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.models.infinitetalk.audio_features import wav2vec2_features
 from avatarstream.models.infinitetalk.vae import DecoderCache, decode
-from avatarstream.pipeline.module import Module
+from avatarstream.runtime.module import Module
 from avatarstream.runtime.residency import Runtime
 
 GOLDEN_WEIGHTS = Path(__file__).parents[1] / "fixtures" / "infinitetalk-tiny" / "weights"

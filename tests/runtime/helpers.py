@@ -12,11 +12,11 @@ import torch
 from avatarstream.families import load_family
 from avatarstream.families.demo import DemoFamily
 from avatarstream.models.demo import A2VDiT, DemoConfig, SRDiT
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.observer import RunObserver
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.publish.media import MediaChunk
 from avatarstream.runtime.device_ops import DeviceOps
+from avatarstream.runtime.module import Module
 from avatarstream.sources.pcm import PcmBlock
 
 RATE = 16000

@@ -6,7 +6,7 @@ import weakref
 
 import torch
 
-from avatarstream.pipeline.module import Module
+from avatarstream.runtime.module import Module
 from avatarstream.runtime.offload import Offloaded
 from avatarstream.runtime.residency import Runtime
 from runtime.helpers import EventLog, on_host

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from avatarstream.runtime.compare import compare_policies, standard_configs
+from avatarstream.benchmarks.compare import compare_policies, standard_configs
 from avatarstream.runtime.device_ops import device_ops
 from runtime.helpers import deep_family, deep_pipeline, render, request
 

@@ -7,8 +7,8 @@ from itertools import pairwise
 import numpy as np
 import torch
 
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.observer import ChunkDone, RunObserver
+from avatarstream.runtime.module import Module
 from avatarstream.runtime.residency import Runtime
 from runtime.helpers import deep_family, deep_pipeline, render
 

@@ -8,7 +8,7 @@ import weakref
 import pytest
 import torch
 
-from avatarstream.pipeline.module import Module
+from avatarstream.runtime.module import Module
 from avatarstream.runtime.residency import Runtime
 from avatarstream.runtime.streamed import Streamed
 from runtime.helpers import A2V_LAYERS, EventLog, dit_cases, on_host

@@ -16,8 +16,8 @@ from transformers import Wav2Vec2Model
 
 from avatarstream.models.infinitetalk.audio_features import SAMPLE_RATE, audio_windows, loudness_normalize, wav2vec2_features
 from avatarstream.pipeline.chunks import ChunkPlan
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.pipeline import AudioWindow
+from avatarstream.runtime.module import Module
 from avatarstream.sources.audio_timeline import SampleTrack
 from avatarstream.stages.infinitetalk.context import WanAudioContextStage
 

@@ -26,8 +26,8 @@ from avatarstream.benchmarks.audio import looped
 from avatarstream.benchmarks.context import BenchContext
 from avatarstream.benchmarks.parallel_model import ChunkWork, Link, layouts, table
 from avatarstream.families.base import Family
-from avatarstream.pipeline.module import Module
 from avatarstream.runtime.launch import torchrun_command
+from avatarstream.runtime.module import Module
 from avatarstream.runtime.streamed import blocks_of
 
 GPU_COUNTS = [2, 4, 8]

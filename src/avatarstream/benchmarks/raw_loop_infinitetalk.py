@@ -19,9 +19,8 @@ from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, VAE_SPATIAL_ST
 from avatarstream.models.infinitetalk.predict import ChunkConditions, DiTPredictor
 from avatarstream.models.infinitetalk.sampler import Guidance, sample, timesteps
 from avatarstream.models.infinitetalk.vae import DecoderCache, decode, encode
-from avatarstream.stages.decode import video_to_frames
+from avatarstream.stages.common import image_to_video_tensor, video_to_frames
 from avatarstream.stages.infinitetalk.reference import conditioning_channels
-from avatarstream.stages.reference import image_to_video_tensor
 from avatarstream.stages.seeding import seeded_noise
 
 

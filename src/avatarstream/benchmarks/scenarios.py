@@ -15,6 +15,7 @@ import numpy as np
 from avatarstream.benchmarks import plots
 from avatarstream.benchmarks.audio import looped, looped_array
 from avatarstream.benchmarks.audio_window import window_errors
+from avatarstream.benchmarks.compare import compare_policies, standard_configs
 from avatarstream.benchmarks.contention import measure_contention, measure_load_memory
 from avatarstream.benchmarks.context import BenchContext
 from avatarstream.benchmarks.parallel_bench import measure_parallel
@@ -25,7 +26,6 @@ from avatarstream.errors import InputError
 from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS, DemoFamily
 from avatarstream.families.infinitetalk.family import InfiniteTalkFamily
 from avatarstream.models.demo import A2VDiT, DemoConfig, SRDiT
-from avatarstream.runtime.compare import compare_policies, standard_configs
 from avatarstream.stages.infinitetalk.context import WanAudioContextStage
 
 SPEED_KEYS = ("ttff_s", "fps_out", "realtime_factor", "wall_s", "frames", "duration_s")

@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from avatarstream.families.options import GenerationOptions
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.runtime.module import Module
 
 
 class Family(Protocol):

@@ -33,16 +33,16 @@ from avatarstream.models.demo import (
     TextEncoder,
 )
 from avatarstream.pipeline.chunks import ChunkPlan
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.runtime.module import Module
 from avatarstream.runtime.residency import Runtime
 from avatarstream.sources.reference_choice import choose_reference
-from avatarstream.stages.audio_to_video import AudioToVideoStage
-from avatarstream.stages.context import ContextGenStage
-from avatarstream.stages.decode import DecodeStage
-from avatarstream.stages.reference import ReferenceEncodeStage
-from avatarstream.stages.super_resolution import SuperResolutionStage
-from avatarstream.stages.text import TextEncodeStage
+from avatarstream.stages.demo.audio_to_video import AudioToVideoStage
+from avatarstream.stages.demo.context import ContextGenStage
+from avatarstream.stages.demo.decode import DecodeStage
+from avatarstream.stages.demo.reference import ReferenceEncodeStage
+from avatarstream.stages.demo.super_resolution import SuperResolutionStage
+from avatarstream.stages.demo.text import TextEncodeStage
 
 #: Weights trained by ``make train-demo`` and shipped with the package (see MODEL.md).
 SHIPPED_WEIGHTS = resources.files("avatarstream") / "assets" / "demo"

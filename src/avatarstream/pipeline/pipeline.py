@@ -32,13 +32,13 @@ from avatarstream.errors import InputError, PipelineGraphError
 from avatarstream.pipeline.aio import astream
 from avatarstream.pipeline.chunks import Chunk, ChunkPlan, FrameLayout, Piece
 from avatarstream.pipeline.observer import ChunkDone, RunObserver, StageSpan
-from avatarstream.pipeline.overlap import FinalizeWorker
 from avatarstream.pipeline.resume import Resumable, to_device, to_host
 from avatarstream.pipeline.stage import PHASES, Phase, Stage
 from avatarstream.pipeline.state import SessionState, StageContext
 from avatarstream.publish.media import MediaChunk
 from avatarstream.runtime.allocator import release_free_memory
 from avatarstream.runtime.devices import synchronize
+from avatarstream.runtime.overlap import FinalizeWorker
 from avatarstream.runtime.parallel.guard import DecodeGate, FollowGate, LeadGate, follower_gate, stops_every_rank
 from avatarstream.runtime.parallel.stage_pipe import Decoded, RemoteFinalizer, Stretch, receive_stretches, send_decoded
 from avatarstream.runtime.residency import Runtime

@@ -15,8 +15,8 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 if TYPE_CHECKING:
-    from avatarstream.pipeline.module import Module
     from avatarstream.pipeline.state import StageContext
+    from avatarstream.runtime.module import Module
 
 Phase = Literal["init", "chunk", "final"]
 PHASES: tuple[Phase, ...] = ("init", "chunk", "final")

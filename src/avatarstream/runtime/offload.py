@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from avatarstream.pipeline.module import Module
 from avatarstream.runtime.device_ops import DeviceOps, Event, Stream
+from avatarstream.runtime.module import Module
 from avatarstream.runtime.packing import PackedWeights, module_tensors
 from avatarstream.runtime.policy import Residency
 

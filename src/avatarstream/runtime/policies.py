@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from avatarstream.errors import InputError
-from avatarstream.pipeline.module import Module
 from avatarstream.runtime.device_ops import DeviceOps
+from avatarstream.runtime.module import Module
 from avatarstream.runtime.offload import Offloaded
 from avatarstream.runtime.policy import Residency, Resident
 from avatarstream.runtime.sharding import Sharded

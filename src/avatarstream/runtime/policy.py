@@ -14,8 +14,8 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from avatarstream.errors import InputError
-from avatarstream.pipeline.module import Module
 from avatarstream.runtime.device_ops import DeviceOps
+from avatarstream.runtime.module import Module
 
 
 class Residency(ABC):

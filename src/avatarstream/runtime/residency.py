@@ -27,8 +27,8 @@ from typing import Any
 import torch
 
 from avatarstream.errors import InputError
-from avatarstream.pipeline.module import Module, all_here
 from avatarstream.runtime.device_ops import device_ops
+from avatarstream.runtime.module import Module, all_here
 from avatarstream.runtime.parallel import groups as parallel_groups
 from avatarstream.runtime.parallel.guidance import GuidanceSplit
 from avatarstream.runtime.policies import DEFAULT_KEY, PolicySpec

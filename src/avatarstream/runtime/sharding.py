@@ -26,8 +26,8 @@ import torch.distributed as dist
 from torch import nn
 
 from avatarstream.errors import InputError
-from avatarstream.pipeline.module import Module
 from avatarstream.runtime.device_ops import DeviceOps
+from avatarstream.runtime.module import Module
 from avatarstream.runtime.parallel import groups as parallel_groups
 from avatarstream.runtime.policy import Residency
 from avatarstream.runtime.streamed import blocks_of

@@ -25,8 +25,8 @@ import torch
 from torch import nn
 
 from avatarstream.errors import InputError
-from avatarstream.pipeline.module import Module
 from avatarstream.runtime.device_ops import DeviceOps, Event
+from avatarstream.runtime.module import Module
 from avatarstream.runtime.offload import DeviceCopy
 from avatarstream.runtime.packing import Layout, PackedWeights, module_tensors
 from avatarstream.runtime.policy import Residency

@@ -1,6 +1,6 @@
 """A2V trainer: flow matching on base latents of talking clips, conditioned like inference.
 
-Two kinds of training windows, matching `stages/audio_to_video.py` and the
+Two kinds of training windows, matching `stages/demo/audio_to_video.py` and the
 chunk plan exactly:
 
 * N-chunk: ``motion_frames`` conditioning frames then ``chunk_frames`` new

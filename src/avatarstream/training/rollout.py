@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from avatarstream.models.demo import FlowMatchEuler
-from avatarstream.stages.audio_to_video import sample_window
+from avatarstream.stages.demo.audio_to_video import sample_window
 from avatarstream.training.latents import LatentSet
 
 if TYPE_CHECKING:  # a2v.py imports this module

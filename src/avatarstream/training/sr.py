@@ -2,7 +2,7 @@
 
 The base latents are noised a little because at inference they come from the
 A2V sampler, not from the encoder. The model's own t_start re-noising and
-per-frame noise are used unchanged, so training matches `stages/super_resolution.py`.
+per-frame noise are used unchanged, so training matches `stages/demo/super_resolution.py`.
 """
 
 from __future__ import annotations

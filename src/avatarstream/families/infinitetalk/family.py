@@ -26,8 +26,8 @@ from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE
 from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
 from avatarstream.models.infinitetalk.sampler import Guidance, timesteps
 from avatarstream.pipeline.chunks import ChunkPlan, FrameLayout
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.runtime.module import Module
 from avatarstream.runtime.parallel.guidance import check_guidance_split
 from avatarstream.runtime.residency import Runtime
 from avatarstream.sources.bundled import DEFAULT_REFERENCE

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from avatarstream.pipeline.overlap import FinalizeWorker
+from avatarstream.runtime.overlap import FinalizeWorker
 from avatarstream.runtime.parallel.control import ControlChannel, pack, unpack
 
 DTYPES = {str(t): t for t in (torch.float32, torch.bfloat16, torch.float16)}

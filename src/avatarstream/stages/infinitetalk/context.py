@@ -19,11 +19,11 @@ from transformers import Wav2Vec2Model
 from avatarstream.models.infinitetalk.audio_features import SAMPLE_RATE, audio_windows, loudness_normalize, wav2vec2_features
 from avatarstream.models.infinitetalk.config import AUDIO_WINDOW
 from avatarstream.pipeline.chunks import Chunk, FrameLayout
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.pipeline import AudioWindow
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
-from avatarstream.stages.infinitetalk.common import device_and_dtype
+from avatarstream.runtime.module import Module
+from avatarstream.stages.common import device_and_dtype
 from avatarstream.stages.seeding import seeded_noise
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
 from avatarstream.models.infinitetalk.vae import DecoderCache, decode
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
-from avatarstream.stages.decode import video_to_frames
-from avatarstream.stages.infinitetalk.common import device_and_dtype
+from avatarstream.runtime.module import Module
+from avatarstream.stages.common import device_and_dtype, video_to_frames
 
 
 class WanDecodeStage(Stage):

@@ -18,10 +18,10 @@ from avatarstream.models.infinitetalk.predict import ChunkConditions, DiTPredict
 from avatarstream.models.infinitetalk.sampler import Guidance, sample
 from avatarstream.models.infinitetalk.vae import DecoderCache, decode, encode
 from avatarstream.pipeline.chunks import Chunk, FrameLayout
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
-from avatarstream.stages.infinitetalk.common import device_and_dtype
+from avatarstream.runtime.module import Module
+from avatarstream.stages.common import device_and_dtype
 from avatarstream.stages.infinitetalk.reference import conditioning_channels
 
 READS = (

@@ -9,11 +9,10 @@ from avatarstream.models.infinitetalk.config import VAE_TEMPORAL_STRIDE
 from avatarstream.models.infinitetalk.image_encoder import ImageEncoder
 from avatarstream.models.infinitetalk.text_encoder import TextEncoder
 from avatarstream.models.infinitetalk.vae import encode
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
-from avatarstream.stages.infinitetalk.common import device_and_dtype
-from avatarstream.stages.reference import image_to_video_tensor
+from avatarstream.runtime.module import Module
+from avatarstream.stages.common import device_and_dtype, image_to_video_tensor
 
 
 def conditioning_channels(vae: AutoencoderKLWan, image: torch.Tensor, video_frames: int, anchors: tuple[int, ...] = (0,)) -> torch.Tensor:

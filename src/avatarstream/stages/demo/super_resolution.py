@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
+from avatarstream.runtime.module import Module
 from avatarstream.stages.seeding import seeded_noise
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
+from avatarstream.runtime.module import Module
 
 
 class AudioToVideoStage(Stage):

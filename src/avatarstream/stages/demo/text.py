@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from avatarstream.models.demo import TextEncoder
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
+from avatarstream.runtime.module import Module
 
 
 class TextEncodeStage(Stage):

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import torch
-
 from avatarstream.models.demo import CausalVAE
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
-
-
-def video_to_frames(video: torch.Tensor) -> torch.Tensor:
-    """[1, 3, T, H, W] in [-1, 1] -> uint8 [T, H, W, 3] on the CPU."""
-    pixels = ((video[0].clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
-    return pixels.permute(1, 2, 3, 0).contiguous().cpu()
+from avatarstream.runtime.module import Module
+from avatarstream.stages.common import video_to_frames
 
 
 class DecodeStage(Stage):

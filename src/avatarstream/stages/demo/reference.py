@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
-import torch
 import torch.nn.functional as F
 
 from avatarstream.models.demo import CausalVAE
-from avatarstream.pipeline.module import Module
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
-
-
-def image_to_video_tensor(image: np.ndarray, device: torch.device) -> torch.Tensor:
-    """uint8 RGB [H, W, 3] -> float [1, 3, 1, H, W] in [-1, 1]."""
-    tensor = torch.from_numpy(np.array(image, dtype=np.uint8)).to(device)
-    return (tensor.permute(2, 0, 1).float() / 127.5 - 1.0)[None, :, None]
+from avatarstream.runtime.module import Module
+from avatarstream.stages.common import image_to_video_tensor
 
 
 class ReferenceEncodeStage(Stage):
