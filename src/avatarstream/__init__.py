@@ -14,11 +14,11 @@ _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 _PUBLIC = {
     "render": "avatarstream.api",
     "RenderResult": "avatarstream.api",
-    "load_family": "avatarstream.families",
-    "GenerationOptions": "avatarstream.families.options",
+    "load_family": "avatarstream.families.registry",
+    "FamilyOptions": "avatarstream.families.options",
     "Outputs": "avatarstream.publish.outputs",
 }
-__all__ = ["GenerationOptions", "Outputs", "RenderResult", "load_family", "render"]  # the keys of _PUBLIC
+__all__ = ["FamilyOptions", "Outputs", "RenderResult", "load_family", "render"]  # the keys of _PUBLIC
 
 
 def __getattr__(name: str) -> object:

@@ -21,9 +21,9 @@ import torch
 from tqdm import tqdm
 
 from avatarstream.errors import InputError
-from avatarstream.families import load_family
 from avatarstream.families.base import Family
-from avatarstream.families.options import GenerationOptions
+from avatarstream.families.options import FamilyOptions
+from avatarstream.families.registry import family_class, load_family
 from avatarstream.output_paths import check_outputs, removed_on_failure
 from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.pipeline.trace import TraceWriter
@@ -65,13 +65,10 @@ def render(
     reference: PathLike | None = None,
     *,
     out: PathLike | Outputs | None = "out/avatar.mp4",
-    avatar: int | None = None,
     prompt: str = "",
     model: str | Family = "demo",
     weights: PathLike | None = None,
-    folders: Mapping[str, PathLike] | None = None,
-    dtype: str | None = None,
-    options: GenerationOptions | None = None,
+    model_options: FamilyOptions | Mapping[str, Any] | None = None,
     device: str | torch.device = "auto",
     residency: str = "",
     parallel: str | None = None,
@@ -86,15 +83,14 @@ def render(
     """Render a talking-avatar video chunk by chunk; frames are encoded while generation runs.
 
     ``audio``: a WAV/MP3/FLAC/OGG file, or any iterable of ``PcmBlock`` (a live
-    source); None: the bundled speech. ``reference``: a PNG/JPEG, or ``avatar``
-    (a procedural identity seed, what the demo weights know); neither: the
+    source); None: the bundled speech. ``reference``: a PNG/JPEG; None: the
     model's default avatar. ``out``: an MP4 path or an ``Outputs`` with any
-    combination of outputs. ``model``: a family name (``demo``, ``demo-tiny``,
-    ``infinitetalk`` with ``weights``, the folder holding its downloads, or
-    ``folders``: ``base``, ``adapter``, ``audio_encoder`` one by one) or a
-    family already loaded with ``load_family``, to render many times without
-    reloading. ``options``:
-    chunking, steps, guidance ... (unset fields take the model's defaults).
+    combination of outputs. ``model``: a registered family's name
+    (``avatarstream families`` lists them) with ``weights``, its folder as
+    downloaded, or a family already loaded with ``load_family``, to render many
+    times without reloading. ``model_options``: the family's own options, a
+    mapping or its ``Options`` dataclass (unset ones take the model's defaults;
+    ``render --model NAME --help`` lists them).
     ``residency``: where each module's weights live, as ``--residency``.
     ``parallel``: how the processes of a torchrun launch split the session, as ``--parallel``.
     ``overlap``: finish chunk k while chunk k+1 generates (default: on with CUDA).
@@ -120,8 +116,8 @@ def render(
         rank, run_device = init_rank(resolve_device(str(device)), parallel)
         try:
             with contextlib.nullcontext() if rank.publishes else stops_every_rank(parallel_groups.current()):  # a follower's failure reaches rank 0
-                return _render(source, reference, outputs, rank, run_device, avatar=avatar, prompt=prompt, model=model, weights=weights,
-                               folders=folders, dtype=dtype, options=options or GenerationOptions(), residency=residency, overlap=overlap, seed=seed,
+                return _render(source, reference, outputs, rank, run_device, prompt=prompt, model=model, weights=weights,
+                               model_options=model_options, residency=residency, overlap=overlap, seed=seed,
                                preset=preset, report=report, trace=trace, progress=progress)  # fmt: skip
         finally:
             finish(rank)
@@ -140,24 +136,26 @@ def _kept_preview(outputs: Outputs, sinks: Iterable[Sink]) -> PreviewServer | No
 
 
 def _render(
-    audio: Iterable[PcmBlock], reference: PathLike | None, outputs: Outputs, rank: RankInfo, device: torch.device, *, avatar: int | None,
-    prompt: str, model: str | Family, weights: PathLike | None, folders: Mapping[str, PathLike] | None, dtype: str | None, options: GenerationOptions, residency: str,
+    audio: Iterable[PcmBlock], reference: PathLike | None, outputs: Outputs, rank: RankInfo, device: torch.device, *,
+    prompt: str, model: str | Family, weights: PathLike | None, model_options: FamilyOptions | Mapping[str, Any] | None, residency: str,
     overlap: bool | None, seed: int, preset: str, report: PathLike | None, trace: PathLike | None, progress: bool,
 ) -> RenderResult:  # fmt: skip
     load_start = time.perf_counter()
     if isinstance(model, str):
-        family = load_family(model, weights, dtype=dtype, device=device, folders={k: Path(v) for k, v in (folders or {}).items()})
+        options = family_class(model).Options.parse(model_options)
+        family = load_family(model, weights, options, device=device)
         name = model
     else:
-        if weights is not None or folders or dtype is not None:
-            raise InputError("weights, folders and dtype choose how a model is loaded; pass them to load_family, not with a loaded family")
+        options = model.Options.parse(model_options)
+        if weights is not None or options.given("load"):
+            raise InputError("weights and the model's load options choose how a model is loaded; pass them to load_family, not with a loaded family")
         family, name = model, model.name
     pipeline = family.build(device, options, residency=parse_residency(residency, family.modules),
                             overlap=device.type == "cuda" if overlap is None else overlap, read_ahead=True)  # fmt: skip
     pipeline.prepare()
     load_s = time.perf_counter() - load_start
 
-    image = family.reference(Path(reference) if reference is not None else None, avatar)
+    image = family.reference(Path(reference) if reference is not None else None, options)
     if not rank.publishes:  # the other ranks follow rank 0's run; only rank 0 writes
         pipeline.follow()
         return RenderResult({}, [])

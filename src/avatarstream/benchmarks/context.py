@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from argparse import Namespace
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,11 +12,11 @@ import torch
 
 from avatarstream.benchmarks.audio import bundled_speech, looped
 from avatarstream.benchmarks.measure import measure
-from avatarstream.cli.model_args import generation_options, load_model
 from avatarstream.errors import InputError
 from avatarstream.families.base import Family
-from avatarstream.families.demo import DemoFamily
-from avatarstream.families.options import GenerationOptions
+from avatarstream.families.demo import DemoFamily, DemoTinyFamily
+from avatarstream.families.options import FamilyOptions
+from avatarstream.families.registry import family_class, load_family
 from avatarstream.models.demo import DemoConfig
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
@@ -29,7 +28,7 @@ RUNTIME_OPTIONS = ("residency", "overlap", "read_ahead")
 
 @dataclass
 class BenchContext:
-    """``model_args``: the command line's model options (``--weights``, ``--model-preset`` ...), for families loaded from files."""
+    """``model``, ``weights`` and ``model_options`` as ``render`` takes them; ``argv``: the command line, for scenarios that re-run it."""
 
     model: str
     device: torch.device
@@ -37,35 +36,38 @@ class BenchContext:
     repeats: int
     out_dir: Path
     minutes: float = 30.0
-    model_args: Namespace | None = None
+    weights: Path | None = None
+    model_options: FamilyOptions | None = None
+    argv: list[str] = field(default_factory=list)
     _speech: dict[int, np.ndarray] = field(default_factory=dict)
     _loaded: Family | None = None
 
     @property
-    def generation(self) -> GenerationOptions:
-        return generation_options(self.model_args) if self.model_args is not None else GenerationOptions()
+    def options(self) -> FamilyOptions:
+        return self.model_options if self.model_options is not None else family_class(self.model).Options()
+
+    @property
+    def is_demo(self) -> bool:
+        """Whether the model is the demo architecture (scenarios that vary its config, or render it in fresh processes, need it)."""
+        return issubclass(family_class(self.model), DemoFamily)  # type: ignore[arg-type]
 
     @property
     def config(self) -> DemoConfig:
-        return DemoConfig.tiny() if self.model == "demo-tiny" else DemoConfig()
+        return DemoConfig.tiny() if issubclass(family_class(self.model), DemoTinyFamily) else DemoConfig()  # type: ignore[arg-type]
 
     def family(self) -> tuple[Family, float]:
-        """The family warmed up, and its load time: demo from random weights (speed does not depend on them), infinitetalk from its files."""
-        if self.model != "infinitetalk":
-            return self.demo_family()
+        """The family loaded exactly as ``render`` loads it (``--weights``, the load options), warmed up, and its load time."""
         start = time.perf_counter()
         if self._loaded is None:
-            if self.model_args is None:
-                raise InputError("the infinitetalk model needs --weights ROOT")
-            self._loaded = load_model(self.model_args, self.device)
+            self._loaded = load_family(self.model, self.weights, self.options, device=self.device)
         load_s = time.perf_counter() - start
         self._warm_up(self._loaded)
         return self._loaded, load_s
 
     def demo_family(self, config: DemoConfig | None = None) -> tuple[DemoFamily, float]:
-        """``family`` for the scenarios built on the demo model (its config, its DiTs), from random weights of ``config``."""
-        if self.model == "infinitetalk":
-            raise InputError("this scenario runs the demo family only (it varies or reads the demo model's config)")
+        """For the scenarios that vary or read the demo model's config (its DiTs): random weights of ``config``."""
+        if not self.is_demo:
+            raise InputError(f"this scenario runs the demo family only (it varies or reads the demo model's config), not {self.model}")
         start = time.perf_counter()
         family = DemoFamily.random(config or self.config)
         for module in family.modules.values():
@@ -86,9 +88,9 @@ class BenchContext:
         return self._speech[rate]
 
     def pipeline(self, family: Family, **options: Any) -> Pipeline:
-        """``family``'s pipeline with the command line's generation options, overridden by ``options``."""
+        """``family``'s pipeline with the command line's model options, overridden by ``options``."""
         runtime = {k: options.pop(k) for k in RUNTIME_OPTIONS if k in options}
-        return family.build(self.device, GenerationOptions(**{**self.generation.given(), **options}), **runtime)
+        return family.build(self.device, {**self.options.given("build", "request"), **options}, **runtime)
 
     def run(self, family: Family, seconds: float | None = None, *, encode: bool = True, keep_frames: bool = False, **pipeline_options: Any) -> dict[str, Any]:
         """One measured run of ``seconds`` of looped speech."""

@@ -149,7 +149,7 @@ def measure_parallel(ctx: BenchContext) -> dict[str, Any]:
 def _measure(ctx: BenchContext, family: Family, module: Module, counter: BlockCounter, shapes: dict[str, Any], phases: Mapping[str, str],
              audio: Path) -> dict[str, Any]:  # fmt: skip
     chunks = max(len(shapes["chunks"]), 1)
-    options = render_options(list(getattr(ctx.model_args, "argv", []) or ["--model", ctx.model]))
+    options = render_options(ctx.argv or ["--model", ctx.model])
     one = _render(options, audio, ctx.out_dir, "one", 1, None)
     if "error" in one:
         raise RuntimeError(f"the one-process render failed: {one['error']}")

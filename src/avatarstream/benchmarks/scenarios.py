@@ -206,7 +206,7 @@ def residency(ctx: BenchContext) -> dict[str, Any]:
 
 def motion(ctx: BenchContext) -> dict[str, Any]:
     """infinitetalk: motion frames re-encoded from pixels (the reference's way) against handed over as latents."""
-    if ctx.model != "infinitetalk":
+    if not isinstance(ctx.family()[0], InfiniteTalkFamily):
         raise InputError("the motion scenario compares the infinitetalk family's motion hand-over; run it with --model infinitetalk --weights ROOT")
     result = _compare(ctx, {"reencode": {"motion": "reencode"}, "latent": {"motion": "latent"}}, check_identical=False)
     result["reencode_cost_pct"] = 100 * (result["reencode"]["wall_s"] / result["latent"]["wall_s"] - 1)
@@ -215,7 +215,7 @@ def motion(ctx: BenchContext) -> dict[str, Any]:
 
 def audio_window(ctx: BenchContext) -> dict[str, Any]:
     """infinitetalk: rolling-window wav2vec2 features against whole-file features, per window length and look-ahead."""
-    if ctx.model != "infinitetalk":
+    if not isinstance(ctx.family()[0], InfiniteTalkFamily):
         raise InputError("the audio-window scenario measures the infinitetalk family's audio encoder; run it with --model infinitetalk --weights ROOT")
     family, _ = ctx.family()
     pipeline = ctx.pipeline(family)
@@ -228,7 +228,7 @@ def audio_window(ctx: BenchContext) -> dict[str, Any]:
 
 def contention(ctx: BenchContext) -> dict[str, Any]:
     """Renders alone and next to a competing CPU job, per threading setting: the slowdown a shared machine causes."""
-    if ctx.model not in ("demo", "demo-tiny"):
+    if not ctx.is_demo:
         raise InputError("the contention scenario renders the demo family (--model demo or demo-tiny) in fresh processes")
     result = measure_contention(ctx.model, ctx.seconds, ctx.repeats, ctx.out_dir)
     rows = result["rows"]
@@ -240,14 +240,14 @@ def contention(ctx: BenchContext) -> dict[str, Any]:
 
 def load_memory(ctx: BenchContext) -> dict[str, Any]:
     """Peak RSS of a --seconds render and of one 9x as long, both next to a competing CPU job: memory must not grow with length."""
-    if ctx.model not in ("demo", "demo-tiny"):
+    if not ctx.is_demo:
         raise InputError("the load-memory scenario renders the demo family (--model demo or demo-tiny) in fresh processes")
     return measure_load_memory(ctx.model, ctx.seconds, ctx.repeats, ctx.out_dir)
 
 
 def soak(ctx: BenchContext) -> dict[str, Any]:
     """The server at its session limit for --minutes with misbehaving clients and a stalling RTMP peer; fails when anything trends upward."""
-    if ctx.model == "infinitetalk" or ctx.device.type != "cpu":
+    if not ctx.is_demo or ctx.device.type != "cpu":
         raise InputError("the soak scenario runs the demo families on the CPU: --model demo-tiny (or demo) --device cpu")
     result = measure_soak(SoakSettings(model=ctx.model, minutes=ctx.minutes), ctx.out_dir)
     if not result["passed"]:
@@ -259,7 +259,7 @@ def soak(ctx: BenchContext) -> dict[str, Any]:
 
 def fleet(ctx: BenchContext) -> dict[str, Any]:
     """Session start and first frame through the fleet vs the single server, and the resume after a lost node (local Ray cluster)."""
-    if ctx.model not in ("demo", "demo-tiny"):
+    if not ctx.is_demo:
         raise InputError("the fleet scenario runs the demo families on a local Ray cluster: --model demo-tiny (or demo)")
     try:
         from avatarstream.benchmarks.fleet_bench import measure_fleet

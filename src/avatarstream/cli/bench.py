@@ -14,7 +14,7 @@ from tqdm import tqdm
 from avatarstream.benchmarks.context import BenchContext
 from avatarstream.benchmarks.scenarios import SCENARIOS
 from avatarstream.cli.help_format import DefaultsHelpFormatter
-from avatarstream.cli.model_args import add_model_arguments
+from avatarstream.cli.model_args import add_model_arguments, model_options
 from avatarstream.cli.runtime_args import add_runtime_arguments
 from avatarstream.errors import InputError
 from avatarstream.runtime.cpu_threads import set_threads
@@ -26,7 +26,7 @@ def _summary(doc: str | None) -> str:
     return (doc or "").partition("\n")[0]
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p = commands.add_parser(
         "bench",
         help="measure time to first frame, fps, real-time factor, per-stage time, overhead and memory",
@@ -43,7 +43,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--minutes", type=float, default=30.0, help="session length of the memory scenario")
     p.add_argument("--repeats", type=int, default=3, help="runs per measurement (the median is reported)")
     p.add_argument("--out", type=Path, default=Path("bench/results/latest"), help="folder for JSON and PNG results")
-    add_model_arguments(p)  # demo / demo-tiny run from random weights (speed does not depend on them); infinitetalk from --weights
+    add_model_arguments(p, model)  # loaded exactly as render loads it
     p.set_defaults(run=run)
 
 
@@ -53,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
     set_threads(args.threads)
     device = resolve_device(args.device)
     args.out.mkdir(parents=True, exist_ok=True)
-    ctx = BenchContext(args.model, device, args.seconds, args.repeats, args.out, minutes=args.minutes, model_args=args)
+    ctx = BenchContext(
+        args.model, device, args.seconds, args.repeats, args.out, minutes=args.minutes, weights=args.weights, model_options=model_options(args), argv=args.argv
+    )
     machine = {
         "date": datetime.date.today().isoformat(),
         "device": torch.cuda.get_device_name(device)

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 from avatarstream.cli.help_format import DefaultsHelpFormatter
+from avatarstream.cli.model_args import DEFAULT_MODEL
 from avatarstream.cli.runtime_args import add_runtime_arguments
 from avatarstream.errors import InputError
-from avatarstream.families import load_family
-from avatarstream.families.demo import DemoFamily
+from avatarstream.families.registry import load_family, names
 from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.runtime.devices import resolve_device
 
@@ -29,12 +29,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", type=Path, default=Path("out/eval"), help="folder for eval.json and the plots")
     p.add_argument("--weights", type=Path, help="weights folder (default: the family's own)")
-    p.add_argument(
-        "--model",
-        default="demo",
-        choices=("demo", "demo-tiny"),
-        help="the demo family (eval renders procedural avatars): demo (bundled) or demo-tiny (random weights)",
-    )
+    p.add_argument("--model", default=DEFAULT_MODEL, choices=names(), help="a model family that renders procedural avatars, which eval measures against their ground truth")
     add_runtime_arguments(p)
     p.add_argument("--clips", type=int, default=4, help="held-out identities rendered as short clips")
     p.add_argument("--clip-seconds", type=float, default=20.0, help="length of each short clip")
@@ -54,12 +49,11 @@ def run(args: argparse.Namespace) -> int:
     set_threads(args.threads)
     device = resolve_device(args.device)
     family = load_family(args.model, args.weights)
-    assert isinstance(family, DemoFamily), "--model offers the demo variants only"
     results, series = evaluate(family, device, clips=args.clips, clip_seconds=args.clip_seconds, long_minutes=args.minutes)
     results["weights"] = family.weights
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "eval.json").write_text(json.dumps(results, indent=2))
-    plots = write_plots(series, args.out, family.config.fps)
+    plots = write_plots(series, args.out, family.fps)
     print(
         json.dumps(
             {k: results[k] for k in ("lip_sync_correlation", "seam_ratio_with_i_chunks", "seam_ratio_without_i_chunks", "meets_targets") if k in results},

@@ -12,7 +12,7 @@ from avatarstream.errors import InputError
 from avatarstream.output_paths import check_port
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p = commands.add_parser(
         "fleet",
         help="serve live sessions on a Ray Serve fleet: one session slot per replica, the API of `serve`",
@@ -42,7 +42,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--address", help="Ray cluster to join ('auto': the one this machine belongs to); default: start one here")
     p.add_argument("--num-cpus", type=int, help="CPUs of the Ray cluster started here (default: all)")
     add_runtime_arguments(p)
-    add_model_arguments(p)
+    add_model_arguments(p, model)
     p.set_defaults(run=run)
 
 

@@ -13,25 +13,28 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from avatarstream.cli import bench, fleet, parity, render, serve
+from avatarstream.cli import bench, families, fleet, parity, render, serve
 from avatarstream.cli import eval as eval_cli
 from avatarstream.cli.help_format import OneLineErrors
+from avatarstream.cli.model_args import selected_model
 from avatarstream.errors import AvatarStreamError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(model: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; ``model``'s own flags are added to the commands that run a model."""
     parser = OneLineErrors(
         prog="avatarstream",
         description="Real-time, audio-driven avatar video: chunked flow-matching generation with constant memory.",
         epilog="Run 'avatarstream COMMAND --help' for the options of a command.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    render.add_parser(commands)
-    bench.add_parser(commands)
-    serve.add_parser(commands)
-    fleet.add_parser(commands)
+    render.add_parser(commands, model)
+    bench.add_parser(commands, model)
+    serve.add_parser(commands, model)
+    fleet.add_parser(commands, model)
     eval_cli.add_parser(commands)
     parity.add_parser(commands)
+    families.add_parser(commands)
     return parser
 
 
@@ -41,8 +44,9 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # what --nproc re-runs under torchrun
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(selected_model(words)).parse_args(words)
+    args.argv = words  # what --nproc re-runs under torchrun
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     speaks = os.environ.get("RANK", "0") == "0"
     try:

@@ -11,15 +11,15 @@ from pathlib import Path
 def add_parser(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser(
         "parity",
-        help="compare the InfiniteTalk port with golden reference outputs",
+        help="compare a model family's port with golden outputs of its reference implementation",
         description=(
-            "Load the weights in DIR/weights/ (laid out as the downloads are), run every case in DIR/cases/ as "
-            "DIR/golden.json describes it (DiT forward, audio path, VAE decode and encode, sampler), and print the "
-            "max absolute error of each compared tensor next to its tolerance. Exit code 1 when any error is over "
-            "its tolerance. To check a port of another checkpoint of this architecture, make goldens of it with "
-            "the reference code in the same format and run this on them."
+            "Pick the model family that ports DIR/golden.json's reference repository, load the weights in DIR/weights/ "
+            "(laid out as the downloads are), run every case in DIR/cases/ as golden.json describes it (network "
+            "forwards, audio path, VAE decode and encode, sampler), and print the max absolute error of each compared "
+            "tensor next to its tolerance. Exit code 1 when any error is over its tolerance. To check a port of another "
+            "checkpoint, make goldens of it with the reference code in the same format and run this on them."
         ),
-        epilog="example: avatarstream parity tests/fixtures/infinitetalk-tiny --json parity.json",
+        epilog="example: avatarstream parity path/to/golden-set --json parity.json   (`avatarstream families` lists the families)",
     )
     p.add_argument("golden_dir", type=Path, metavar="DIR", help="golden set: golden.json, weights/ and cases/")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write every check as JSON")

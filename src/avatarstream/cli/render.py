@@ -12,14 +12,14 @@ from pathlib import Path
 
 from avatarstream.api import render
 from avatarstream.cli.help_format import DefaultsHelpFormatter
-from avatarstream.cli.model_args import add_model_arguments, check_model_folders, generation_options
+from avatarstream.cli.model_args import add_model_arguments, model_options
 from avatarstream.cli.runtime_args import add_parallel_argument, add_runtime_arguments
 from avatarstream.publish.options import add_output_arguments, outputs_from_args
 from avatarstream.runtime.launch import relaunch
 from avatarstream.runtime.policies import POLICIES
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p = commands.add_parser(
         "render",
         help="render a talking-avatar MP4 from an audio file",
@@ -33,7 +33,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--audio", type=Path, help="driving audio: WAV, MP3, FLAC or OGG, any rate, mono or stereo (default: bundled speech)")
     p.add_argument("--reference", type=Path, help="reference image, PNG or JPEG of any size; centre-cropped (default: the bundled avatar)")
-    p.add_argument("--avatar", type=int, metavar="SEED", help="use the procedural identity SEED as the reference (what the demo weights were trained on)")
     p.add_argument("--prompt", default="", help="text / scene conditioning")
     p.add_argument("--out", type=Path, default=Path("out/avatar.mp4"), help="output MP4 (H.264 + AAC); '-' for none when other outputs are given")
     p.add_argument("--report", type=Path, help="write a JSON report: time to first frame, fps, real-time factor, per-stage and per-chunk figures, memory")
@@ -54,19 +53,18 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--nproc", type=int, default=1, help="processes (one per GPU) under torchrun; rank 0 writes the outputs")
     add_parallel_argument(p)
-    add_model_arguments(p)
+    add_model_arguments(p, model)
     add_output_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    folders = check_model_folders(args)
+    options = model_options(args)  # checked before torchrun starts more processes
     relaunch(args.nproc, args.argv, args.parallel)  # returns in a torchrun worker or when --nproc is 1
     outputs = outputs_from_args(args)
     result = render(
-        args.audio, args.reference, out=outputs, avatar=args.avatar, prompt=args.prompt, model=args.model, weights=args.weights,
-        folders=folders, dtype=args.dtype, options=generation_options(args), device=args.device, residency=args.residency, parallel=args.parallel,
+        args.audio, args.reference, out=outputs, prompt=args.prompt, model=args.model, weights=args.weights, model_options=options, device=args.device, residency=args.residency, parallel=args.parallel,
         overlap=args.overlap, threads=args.threads, seed=args.seed, preset=args.preset, report=args.report, trace=args.trace,
         progress=not args.no_progress,
     )  # fmt: skip

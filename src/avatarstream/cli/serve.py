@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from avatarstream.cli.help_format import DefaultsHelpFormatter
-from avatarstream.cli.model_args import add_model_arguments, generation_options, model_folders
+from avatarstream.cli.model_args import add_model_arguments, model_options
 from avatarstream.cli.runtime_args import add_parallel_argument, add_runtime_arguments
 from avatarstream.errors import InputError
 from avatarstream.output_paths import check_port
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 TOKEN_ENV = "AVATARSTREAM_TOKEN"
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p = commands.add_parser(
         "serve",
         help="serve live avatar sessions over HTTP/WebSocket, with a demo page at /",
@@ -44,7 +44,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--max-sessions", type=int, help="sessions and batch jobs at once; one more gets 503 with Retry-After (default: 4; 1 with --nproc, which it must be)"
     )
-    add_model_arguments(p)
+    add_model_arguments(p, model)
     p.set_defaults(run=run)
 
 
@@ -75,10 +75,8 @@ def server_settings(args: argparse.Namespace, *, max_sessions: int, processes: i
         token=args.token or None,
         model=args.model,
         weights=args.weights,
-        folders=model_folders(args),
-        dtype=args.dtype,
+        model_options=model_options(args).to_json(),
         device=args.device,
-        generation=generation_options(args),
         max_sessions=max_sessions,
         idle_timeout_s=args.idle_timeout,
         max_upload_bytes=round(args.max_upload_mb * 2**20),

@@ -18,7 +18,9 @@ from avatarstream.avatars import Identity, motion_track, mouth_track, reference_
 from avatarstream.avatars.identity import HELD_OUT_IDENTITIES
 from avatarstream.avatars.renderer import pose_at
 from avatarstream.avatars.speech import SAMPLE_RATE, speech_track
+from avatarstream.errors import InputError
 from avatarstream.evaluation.metrics import StreamMeter, correlation, identity_error, per_minute, seam_frames, seam_ratio
+from avatarstream.families.base import Family
 from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, MOTION_FRAMES, DemoFamily
 from avatarstream.pipeline.chunks import ChunkPlan
 from avatarstream.pipeline.report import ReportRecorder
@@ -89,9 +91,11 @@ def ground_truth_identity_per_minute(identity_seed: int, audio: np.ndarray, moti
 
 
 def evaluate(
-    family: DemoFamily, device: torch.device, *, clips: int = 4, clip_seconds: float = 20.0, long_minutes: float = 10.0, interp_frames: int = 3
+    family: Family, device: torch.device, *, clips: int = 4, clip_seconds: float = 20.0, long_minutes: float = 10.0, interp_frames: int = 3
 ) -> tuple[dict, dict]:
-    """Returns (results for JSON, per-frame series for plots)."""
+    """Returns (results for JSON, per-frame series for plots). Only a family that renders procedural avatars can be measured."""
+    if not isinstance(family, DemoFamily):
+        raise InputError(f"eval measures procedural avatars against their ground truth; the {family.name} model does not render them")
     fps = family.config.fps
     short = []
     for k in range(clips):

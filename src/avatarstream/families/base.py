@@ -1,24 +1,30 @@
-"""The small interface every model family offers; ``cli/``, ``serve/`` and the benchmarks use nothing else.
+"""The interface every model family offers; ``cli/``, ``serve/``, ``fleet/``, ``api.py`` and the benchmarks use nothing else.
 
-A family holds its loaded modules and turns user options into a pipeline.
-Its output size and frame rate are known once ``build`` has run (a preset
-may choose the size).
+A family class is registered by name (``families/registry.py``). It declares
+its options (``Options``, a ``FamilyOptions`` dataclass), loads its modules
+from a weights folder as the user downloaded it (``load``), and turns options
+into a pipeline (``build``) with its own stages and chunk plan. Its output size
+and frame rate are known once ``build`` has run (an option may choose the size).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import torch
 
-from avatarstream.families.options import GenerationOptions
+from avatarstream.families.options import FamilyOptions
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.module import Module
 
+OptionsLike = FamilyOptions | Mapping[str, Any] | None
+
 
 class Family(Protocol):
+    Options: ClassVar[type[FamilyOptions]]
     name: str
     weights: str  # where the weights came from, for reports
     modules: dict[str, Module]
@@ -37,9 +43,19 @@ class Family(Protocol):
         ...
 
     def build(
-        self, device: torch.device, options: GenerationOptions, *, residency: dict[str, str] | None = None, overlap: bool = False, read_ahead: bool = False
+        self, device: torch.device, options: OptionsLike = None, *, residency: dict[str, str] | None = None, overlap: bool = False, read_ahead: bool = False
     ) -> Pipeline: ...
 
-    def reference(self, path: Path | None, avatar: int | None) -> np.ndarray:
+    def reference(self, path: Path | None, options: OptionsLike = None) -> np.ndarray:
         """uint8 RGB [height, width, 3]: the reference image (or the family's default) as the pipeline takes it."""
         ...
+
+
+class FamilyClass(Protocol):
+    """What the registry needs of a family's class before anything is loaded."""
+
+    Options: type[FamilyOptions]
+    summary: ClassVar[str]  # one line: what it is
+    weights_help: ClassVar[str]  # one line: which weights it needs (what --weights names)
+
+    def load(self, weights: Path | None, options: FamilyOptions, *, device: torch.device, seed: int = 0) -> Family: ...

@@ -10,18 +10,19 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from avatarstream.errors import InputError
 from avatarstream.families.demo_parallel import split_a2v
-from avatarstream.families.options import GenerationOptions
+from avatarstream.families.options import FamilyOptions, option
 from avatarstream.models.demo import (
     A2VDiT,
     AudioEncoder,
@@ -62,6 +63,25 @@ DEFAULT_STEPS = 4
 DEFAULT_SHIFT = 3.0
 DEFAULTS = {"chunk_frames": DEFAULT_CHUNK_FRAMES, "interp_frames": DEFAULT_INTERP_FRAMES, "steps": DEFAULT_STEPS, "shift": DEFAULT_SHIFT}
 
+
+@dataclass(frozen=True)
+class DemoOptions(FamilyOptions):
+    """The demo family's options: chunking, sampler steps and shift, and a procedural identity to show."""
+
+    chunk_frames: int | None = option(help=f"new frames per N-chunk ({DEFAULT_CHUNK_FRAMES})", minimum=1, maximum=1000)
+    interp_frames: int | None = option(
+        help=f"frames each I-chunk regenerates at a seam; 0 switches I-chunks off ({DEFAULT_INTERP_FRAMES})", minimum=0, maximum=1000
+    )
+    steps: int | None = option(help=f"flow-matching Euler steps ({DEFAULT_STEPS})", maximum=1000)
+    shift: float | None = option(help=f"time shift of the flow-matching schedule ({DEFAULT_SHIFT:g})")
+    avatar: int | None = option(
+        help="show the procedural identity SEED (what the demo weights were trained on) instead of a reference image",
+        minimum=0,
+        scope="request",
+        metavar="SEED",
+    )
+
+
 _NETWORKS = {
     "vae": CausalVAE,
     "audio_encoder": AudioEncoder,
@@ -79,15 +99,23 @@ class DemoFamily:
     config: DemoConfig
     modules: dict[str, Module]
     weights: str  # where the weights came from, for reports
-    options: GenerationOptions = field(default_factory=GenerationOptions)  # of the last build
+    options: DemoOptions = field(default_factory=DemoOptions)  # of the last build
+
+    Options: ClassVar[type[DemoOptions]] = DemoOptions
+    summary: ClassVar[str] = "small models trained on procedural avatars; real time on a CPU, bundled with the package"
+    weights_help: ClassVar[str] = "none (the bundled weights), or a folder written by `make train-demo`: config.json and one .safetensors per module"
+    variant: ClassVar[str] = "default"
 
     @classmethod
-    def load(cls, variant: str, weights_dir: str | os.PathLike[str] | None, *, seed: int = 0) -> DemoFamily:
-        if weights_dir is None and variant == "default" and (SHIPPED_WEIGHTS / "config.json").is_file():
+    def load(
+        cls, weights_dir: str | os.PathLike[str] | None = None, options: DemoOptions | None = None, *, device: torch.device | None = None, seed: int = 0
+    ) -> DemoFamily:
+        """The shipped weights (``default``), a folder's, or random weights drawn from ``seed`` (``tiny``, or no weights shipped)."""
+        if weights_dir is None and cls.variant == "default" and (SHIPPED_WEIGHTS / "config.json").is_file():
             weights_dir = Path(str(SHIPPED_WEIGHTS))
         if weights_dir is None:
             print(RANDOM_NOTE, file=sys.stderr)
-            return cls.random(DemoConfig.tiny() if variant == "tiny" else DemoConfig(), seed=seed)
+            return cls.random(DemoConfig.tiny() if cls.variant == "tiny" else DemoConfig(), seed=seed)
         folder = Path(weights_dir)
         config = _read_config(folder)
         modules = {name: Module.build(name, partial(net, config), weights=folder / f"{name}.safetensors") for name, net in _NETWORKS.items()}
@@ -151,19 +179,32 @@ class DemoFamily:
 
     @property
     def settings(self) -> dict[str, Any]:
-        return {**DEFAULTS, **self.options.given()}
+        return {**DEFAULTS, **self.options.given("build")}
 
     def build(
-        self, device: torch.device, options: GenerationOptions, *, residency: dict[str, str] | None = None, overlap: bool = False, read_ahead: bool = False
+        self,
+        device: torch.device,
+        options: DemoOptions | Mapping[str, Any] | None = None,
+        *,
+        residency: dict[str, str] | None = None,
+        overlap: bool = False,
+        read_ahead: bool = False,
     ) -> Pipeline:
-        """``pipeline`` from user options; the demo family takes chunking, steps and shift only."""
-        options.refuse("demo", set(DEFAULTS))
-        self.options = options
+        """``pipeline`` from the user's options."""
+        self.options = DemoOptions.parse(options)
         return self.pipeline(device, **self.settings, residency=residency, overlap=overlap, read_ahead=read_ahead)
 
-    def reference(self, path: Path | None, avatar: int | None) -> np.ndarray:
+    def reference(self, path: Path | None, options: DemoOptions | Mapping[str, Any] | None = None) -> np.ndarray:
         shipped = not self.weights.startswith("random") and Path(self.weights) == Path(str(SHIPPED_WEIGHTS))
-        return choose_reference(path, avatar, self.config.image_size, shipped_weights=shipped)
+        return choose_reference(path, DemoOptions.parse(options).avatar, self.config.image_size, shipped_weights=shipped)
+
+
+class DemoTinyFamily(DemoFamily):
+    """``demo-tiny``: the demo architecture at its smallest, from random weights (grey noise, for benchmarks and tests)."""
+
+    summary: ClassVar[str] = "the demo architecture at its smallest, random weights: grey noise at full speed, for benchmarks and tests"
+    weights_help: ClassVar[str] = "none (random weights drawn from the seed), or a demo weights folder"
+    variant: ClassVar[str] = "tiny"
 
 
 def _read_config(folder: Path) -> DemoConfig:

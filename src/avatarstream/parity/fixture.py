@@ -32,6 +32,15 @@ class GoldenSet:
         return cls(root, spec)
 
     @property
+    def reference_repo(self) -> str:
+        """The repository whose code made the set (``reference.repo``): it says which family ports it."""
+        reference = self.spec.get("reference")
+        repo = reference.get("repo") if isinstance(reference, dict) else None
+        if not isinstance(repo, str):
+            raise InputError(f"{self.root / 'golden.json'} names no reference.repo; it says which implementation made the set")
+        return repo
+
+    @property
     def weights(self) -> Path:
         return self.root / "weights"
 

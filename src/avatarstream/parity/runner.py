@@ -1,30 +1,22 @@
-"""Run every case of a golden set against the networks loaded from its ``weights/`` folder."""
+"""Run a golden set with the family that ports its reference implementation (``golden.json``'s ``reference.repo``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
-import torch
-
 from avatarstream.errors import InputError
-from avatarstream.families.infinitetalk.layout import resolve
-from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
-from avatarstream.parity.cases import CASES
+from avatarstream.families.registry import family_class, names
 from avatarstream.parity.checks import Check
 from avatarstream.parity.fixture import GoldenSet
 
 
 def run_golden_set(root: Path, *, on_case: Callable[[str], None] = lambda name: None) -> list[Check]:
-    """Load ``root/weights`` in float32 on the CPU (as the fixtures were made) and run each case."""
+    """Every case of the set at ``root``, run by the family whose ``golden_repos`` names the set's reference repository."""
     gs = GoldenSet.open(root)
-    unknown = [name for name in gs.cases() if name not in CASES]
-    if unknown:
-        raise InputError(f"{root / 'golden.json'} has cases this version cannot run: {', '.join(unknown)}; known cases: {', '.join(CASES)}")
-    networks = InfiniteTalkNetworks.load(resolve(gs.weights), torch.float32, encoders=False)
-    checks: list[Check] = []
-    with torch.inference_mode():
-        for name in gs.cases():
-            on_case(name)
-            checks += CASES[name](gs, networks)
-    return checks
+    repo = gs.reference_repo
+    porting = [name for name in names() if repo in getattr(family_class(name), "golden_repos", ())]
+    if not porting:
+        raise InputError(f"no installed model family ports {repo!r} (golden.json's reference.repo); `avatarstream families` lists them")
+    cases: Callable[[GoldenSet, Callable[[str], None]], list[Check]] = family_class(porting[0]).parity  # type: ignore[attr-defined]
+    return cases(gs, on_case)

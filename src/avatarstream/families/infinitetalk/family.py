@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -19,9 +21,9 @@ import torch
 from avatarstream.errors import InputError
 from avatarstream.families.infinitetalk.layout import resolve
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
+from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
 from avatarstream.families.infinitetalk.presets import NEGATIVE_PROMPT, PRESETS, Preset, check_geometry, check_size
 from avatarstream.families.infinitetalk.sequence_parallel import split_dit
-from avatarstream.families.options import GenerationOptions
 from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE
 from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
 from avatarstream.models.infinitetalk.sampler import Guidance, timesteps
@@ -37,9 +39,12 @@ from avatarstream.stages.infinitetalk.decode import WanDecodeStage
 from avatarstream.stages.infinitetalk.generate import WanAudioToVideoStage
 from avatarstream.stages.infinitetalk.reference import WanPromptStage, WanReferenceStage
 
+if TYPE_CHECKING:
+    from avatarstream.parity.checks import Check
+    from avatarstream.parity.fixture import GoldenSet
+
 FRAMES = FrameLayout(stride=VAE_TEMPORAL_STRIDE, first=1)
 DEFAULT_PRESET = "infinitetalk"
-SUPPORTED = {f.name for f in dataclasses.fields(GenerationOptions)}
 
 
 @dataclass
@@ -57,13 +62,23 @@ class InfiniteTalkFamily:
 
     name = "infinitetalk"
     fps = FPS
+    Options: ClassVar[type[InfiniteTalkOptions]] = InfiniteTalkOptions
+    summary: ClassVar[str] = "Wan2.1-I2V-14B + the InfiniteTalk audio adapter (and SoulX-FlashTalk's 4-step preset)"
+    weights_help: ClassVar[str] = "the folder holding the downloads: Wan2.1-I2V-14B-480P[-Diffusers]/, InfiniteTalk/, chinese-wav2vec2-base/"
+    golden_repos: ClassVar[tuple[str, ...]] = ("MeiGen-AI/InfiniteTalk",)  # `avatarstream parity` runs their golden sets here
+
+    @staticmethod
+    def parity(gs: GoldenSet, on_case: Callable[[str], None]) -> list[Check]:
+        from avatarstream.families.infinitetalk.parity import run_cases  # parity code loads only for `avatarstream parity`
+
+        return run_cases(gs, on_case)
 
     @classmethod
-    def load(
-        cls, root: Path | None, *, dtype: torch.dtype, base: Path | None = None, adapter: Path | None = None, audio_encoder: Path | None = None
-    ) -> InfiniteTalkFamily:
-        layout = resolve(root, base=base, adapter=adapter, audio_encoder=audio_encoder)
-        networks = InfiniteTalkNetworks.load(layout, dtype)
+    def load(cls, root: Path | None, options: InfiniteTalkOptions | None = None, *, device: torch.device | None = None, seed: int = 0) -> InfiniteTalkFamily:
+        """The networks from the download folders (``root``, or each named by the load options), in the options' precision."""
+        options = options or InfiniteTalkOptions()
+        layout = resolve(root, base=options.base, adapter=options.adapter, audio_encoder=options.audio_encoder)
+        networks = InfiniteTalkNetworks.load(layout, options.torch_dtype(device or torch.device("cpu")))
         return cls.from_networks(networks, f"{layout.base} ({layout.layout} layout), {layout.adapter}, {layout.audio_encoder}")
 
     @classmethod
@@ -83,11 +98,10 @@ class InfiniteTalkFamily:
     def settings(self) -> dict[str, object]:
         return dataclasses.asdict(self.resolved)
 
-    def resolve_options(self, options: GenerationOptions) -> Preset:
+    def resolve_options(self, options: InfiniteTalkOptions) -> Preset:
         """The preset with the user's overrides applied and checked."""
-        options.refuse(self.name, SUPPORTED)
-        given = {k: v for k, v in options.given().items() if k not in ("preset", "negative_prompt")}
-        settings = dataclasses.replace(_preset(options.preset), **given)
+        given = {k: v for k, v in options.given("build").items() if k not in ("preset", "negative_prompt")}
+        settings = dataclasses.replace(PRESETS[options.preset or DEFAULT_PRESET], **given)
         check_geometry(settings.chunk_frames, settings.motion_frames, settings.interp_frames)
         check_size(settings.size)
         if settings.motion not in ("reencode", "latent"):
@@ -101,8 +115,15 @@ class InfiniteTalkFamily:
         return settings
 
     def build(
-        self, device: torch.device, options: GenerationOptions, *, residency: dict[str, str] | None = None, overlap: bool = False, read_ahead: bool = False
+        self,
+        device: torch.device,
+        options: InfiniteTalkOptions | Mapping[str, Any] | None = None,
+        *,
+        residency: dict[str, str] | None = None,
+        overlap: bool = False,
+        read_ahead: bool = False,
     ) -> Pipeline:
+        options = InfiniteTalkOptions.parse(options)
         settings = self.resolved = self.resolve_options(options)
         own, motion, interp = check_geometry(settings.chunk_frames, settings.motion_frames, settings.interp_frames)
         try:
@@ -130,15 +151,6 @@ class InfiniteTalkFamily:
         plan = ChunkPlan(own, interp, motion, first_cond=1)
         return Pipeline(stages, plan, runtime, fps=self.fps, model_sample_rate=SAMPLE_RATE, overlap=overlap, read_ahead=read_ahead, frames=FRAMES)
 
-    def reference(self, path: Path | None, avatar: int | None) -> np.ndarray:
+    def reference(self, path: Path | None, options: InfiniteTalkOptions | Mapping[str, Any] | None = None) -> np.ndarray:
         """The reference image resized and centre-cropped to the output size."""
-        if avatar is not None:
-            raise InputError("--avatar SEED is the demo family's procedural identity; give the infinitetalk model a photo with --reference IMAGE")
         return load_reference_image(path if path is not None else DEFAULT_REFERENCE, self.frame_size)
-
-
-def _preset(name: str | None) -> Preset:
-    name = name or DEFAULT_PRESET
-    if name not in PRESETS:
-        raise InputError(f"unknown --model-preset {name!r} for the infinitetalk model; choose one of: {', '.join(PRESETS)}")
-    return PRESETS[name]
