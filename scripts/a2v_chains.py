@@ -117,7 +117,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     data = LatentSet.load(args.latents)
-    chains = Chains(DemoFamily.load("default", str(args.weights)), data, list(range(0, len(data.base), 12)))
+    chains = Chains(DemoFamily.load(str(args.weights)), data, list(range(0, len(data.base), 12)))
     with torch.no_grad():
         if args.diagnostic == "seams":
             seams(chains)

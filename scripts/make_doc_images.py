@@ -45,7 +45,7 @@ def main() -> None:
     p.add_argument("--seconds", type=float, nargs="+", default=[1.0, 4.6, 9.2])
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args()
-    family = DemoFamily.load("default", args.weights)
+    family = DemoFamily.load(args.weights)
     rows = [np.concatenate(frames_at(family, HELD_OUT_IDENTITIES + k, args.seconds), axis=1) for k in range(args.identities)]
     Image.fromarray(np.concatenate(rows, axis=0)).save(args.out, optimize=True)
     print("wrote", args.out)

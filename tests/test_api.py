@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import avatarstream
-from avatarstream import GenerationOptions, Outputs, load_family
+from avatarstream import Outputs, load_family
 from avatarstream.benchmarks.local_server import free_port
 from avatarstream.errors import InputError
 from avatarstream.sources.pcm import PcmBlock
 
-FAST = {"model": "demo-tiny", "options": GenerationOptions(chunk_frames=6, interp_frames=2), "threads": 1, "preset": "ultrafast"}
+FAST = {"model": "demo-tiny", "model_options": {"chunk_frames": 6, "interp_frames": 2}, "threads": 1, "preset": "ultrafast"}
 RATE = 16000
 
 
@@ -61,9 +61,9 @@ def test_outputs_and_a_loaded_family_rendered_twice(tmp_path: Path) -> None:
 
 def test_avatar_seed_changes_the_reference(tmp_path: Path) -> None:
     family = load_family("demo")
-    assert not np.array_equal(family.reference(None, 3), family.reference(None, None))
+    assert not np.array_equal(family.reference(None, {"avatar": 3}), family.reference(None))
     with pytest.raises(InputError, match="either --reference IMAGE or --avatar SEED"):
-        avatarstream.render(blocks(1.0), tmp_path / "face.png", avatar=3, out=tmp_path / "x.mp4", **FAST)
+        avatarstream.render(blocks(1.0), tmp_path / "face.png", out=tmp_path / "x.mp4", **{**FAST, "model_options": {"avatar": 3}})
     assert not (tmp_path / "x.mp4").exists()
 
 
@@ -71,7 +71,7 @@ def test_bad_input_starts_no_output(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="--seed must be 0 or more"):
         avatarstream.render(blocks(1.0), out=tmp_path / "x.mp4", seed=-1, **FAST)
     with pytest.raises(InputError, match="--chunk-frames 1 is too short"):
-        avatarstream.render(blocks(1.0), out=tmp_path / "x.mp4", **{**FAST, "options": GenerationOptions(chunk_frames=1)})
+        avatarstream.render(blocks(1.0), out=tmp_path / "x.mp4", **{**FAST, "model_options": {"chunk_frames": 1}})
     assert not (tmp_path / "x.mp4").exists()
 
 

@@ -23,7 +23,7 @@ from tqdm import tqdm
 from avatarstream.errors import InputError
 from avatarstream.families.base import Family
 from avatarstream.families.options import FamilyOptions
-from avatarstream.families.registry import family_class, load_family
+from avatarstream.families.registry import DEFAULT_MODEL, family_class, load_family
 from avatarstream.output_paths import check_outputs, removed_on_failure
 from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.pipeline.trace import TraceWriter
@@ -66,7 +66,7 @@ def render(
     *,
     out: PathLike | Outputs | None = "out/avatar.mp4",
     prompt: str = "",
-    model: str | Family = "demo",
+    model: str | Family = DEFAULT_MODEL,
     weights: PathLike | None = None,
     model_options: FamilyOptions | Mapping[str, Any] | None = None,
     device: str | torch.device = "auto",

@@ -18,7 +18,6 @@ from typing import Any
 import makers as mk
 import numpy as np
 
-from avatarstream.families.options import GenerationOptions
 from avatarstream.sources.pcm import PcmBlock
 
 TINY = ("--model", "demo-tiny", "--no-progress")
@@ -255,7 +254,7 @@ CLI: list[Case] = [
 API: list[Case] = [
     Case("api-seed-negative", "api", lambda t: {"audio": mk.good_wav(t), "seed": -1}, 2, ("--seed must be 0 or more",)),
     Case("api-model-unknown", "api", lambda t: {"audio": mk.good_wav(t), "model": "nope"}, 2, ("unknown model 'nope'",)),
-    Case("api-options-steps-0", "api", lambda t: {"audio": mk.good_wav(t), "options": GenerationOptions(steps=0)}, 2, ("invalid sampler setting",)),
+    Case("api-options-steps-0", "api", lambda t: {"audio": mk.good_wav(t), "model_options": {"steps": 0}}, 2, ("invalid sampler setting",)),
     Case("api-residency-unknown", "api", lambda t: {"audio": mk.good_wav(t), "residency": "bogus=resident"}, 2, ("unknown module 'bogus'",)),
     Case("api-device-tpu", "api", lambda t: {"audio": mk.good_wav(t), "device": "tpu"}, 2, ("unknown device 'tpu'",)),
     Case("api-threads-0", "api", lambda t: {"audio": mk.good_wav(t), "threads": 0}, 2, ("--threads must be at least 1",)),

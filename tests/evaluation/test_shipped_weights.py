@@ -12,7 +12,7 @@ import torch
 
 from avatarstream.avatars.speech import espeak_available
 from avatarstream.cli import eval as eval_cli
-from avatarstream.families import load_family
+from avatarstream.families.registry import load_family
 
 WEIGHTS = resources.files("avatarstream") / "assets" / "demo"
 

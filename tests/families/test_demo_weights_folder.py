@@ -8,21 +8,21 @@ from pathlib import Path
 import pytest
 
 from avatarstream.errors import InputError
-from avatarstream.families import load_family
-from avatarstream.families.demo import FORMAT_VERSION, SHIPPED_WEIGHTS, DemoFamily
+from avatarstream.families.demo import FORMAT_VERSION, SHIPPED_WEIGHTS, DemoFamily, DemoTinyFamily
+from avatarstream.families.registry import load_family
 
 
 @pytest.fixture
 def saved(tmp_path: Path) -> Path:
     folder = tmp_path / "weights"
-    DemoFamily.random(DemoFamily.load("tiny", None).config).save(folder)
+    DemoFamily.random(DemoTinyFamily.load(None).config).save(folder)
     return folder
 
 
 def test_saved_and_shipped_folders_carry_the_version(saved: Path) -> None:
     assert json.loads((saved / "config.json").read_text())["format_version"] == FORMAT_VERSION
     assert json.loads((Path(str(SHIPPED_WEIGHTS)) / "config.json").read_text())["format_version"] == FORMAT_VERSION
-    assert load_family("demo", saved).config == DemoFamily.load("tiny", None).config
+    assert load_family("demo", saved).config == DemoTinyFamily.load(None).config
 
 
 def test_a_folder_from_before_the_version_key_still_loads(saved: Path) -> None:

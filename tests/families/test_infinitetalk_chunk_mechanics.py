@@ -9,9 +9,8 @@ import pytest
 import torch
 
 from avatarstream.benchmarks.audio_window import window_errors
-from avatarstream.families import load_family
 from avatarstream.families.infinitetalk.layout import WeightsLayout
-from avatarstream.families.options import GenerationOptions
+from avatarstream.families.registry import load_family
 from avatarstream.models.infinitetalk.vae import DecoderCache, decode, encode
 from avatarstream.pipeline.chunks import Chunk
 from avatarstream.sources.pcm import PcmBlock
@@ -29,7 +28,7 @@ def _speech(seconds: float) -> np.ndarray:
 def _run(weights: Path, seconds: float, monkeypatch: pytest.MonkeyPatch, **options: object) -> tuple[list[dict], np.ndarray, object]:
     """Render and record what the A2V stage was given and made for every chunk."""
     family = load_family("infinitetalk", weights)
-    pipeline = family.build(torch.device("cpu"), GenerationOptions(preset="flashtalk", size=SIZE, **options))  # type: ignore[arg-type]
+    pipeline = family.build(torch.device("cpu"), dict(preset="flashtalk", size=SIZE, **options))  # type: ignore[arg-type]
     seen: list[dict] = []
     original = generate.WanAudioToVideoStage.run
 
@@ -40,7 +39,7 @@ def _run(weights: Path, seconds: float, monkeypatch: pytest.MonkeyPatch, **optio
                      "reference_latent": ctx["reference_latent"]})  # fmt: skip
 
     monkeypatch.setattr(generate.WanAudioToVideoStage, "run", spy)
-    frames = [m.frames for m in pipeline.stream([PcmBlock(_speech(seconds)[None], 16000)], family.reference(None, None))]
+    frames = [m.frames for m in pipeline.stream([PcmBlock(_speech(seconds)[None], 16000)], family.reference(None))]
     return seen, np.concatenate(frames), family
 
 
@@ -85,7 +84,7 @@ def test_i_chunks_sit_between_two_anchors(tiny_original: WeightsLayout, monkeypa
 
 def test_rolling_window_features_approach_whole_file_features(tiny_original: WeightsLayout) -> None:
     family = load_family("infinitetalk", tiny_original.base.parent)
-    pipeline = family.build(torch.device("cpu"), GenerationOptions(preset="flashtalk", size=SIZE))
+    pipeline = family.build(torch.device("cpu"), {"preset": "flashtalk", "size": SIZE})
     stage = next(s for s in pipeline.stages if isinstance(s, WanAudioContextStage))
     errors = window_errors(family.modules["audio_encoder"], stage, pipeline.plan, _speech(5.0), [(1.0, 2), (2.0, 12), (60.0, 250)])
     assert errors[(60.0, 250)]["max_abs"] == 0.0  # a window holding the whole clip is the whole-file computation

@@ -9,8 +9,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import torch
 
-from avatarstream.families import load_family
 from avatarstream.families.demo import DemoFamily
+from avatarstream.families.registry import load_family
 from avatarstream.models.demo import A2VDiT, DemoConfig, SRDiT
 from avatarstream.pipeline.observer import RunObserver
 from avatarstream.pipeline.pipeline import Pipeline

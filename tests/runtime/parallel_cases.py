@@ -16,10 +16,9 @@ import numpy as np
 import torch
 from helpers import RATE, REFERENCE, deep_config, speech
 
-from avatarstream.families import load_family
 from avatarstream.families.base import Family
 from avatarstream.families.demo import DemoFamily
-from avatarstream.families.options import GenerationOptions
+from avatarstream.families.registry import load_family
 from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT
 from avatarstream.models.infinitetalk.predict import ChunkConditions, DiTPredictor
 from avatarstream.models.infinitetalk.sampler import Guidance
@@ -27,7 +26,7 @@ from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.sources.pcm import PcmBlock
 
 SECONDS = 1.5
-IT_OPTIONS = GenerationOptions(preset="flashtalk", size=(64, 48), steps=2, text_guidance=5.0, audio_guidance=4.0)
+IT_OPTIONS = {"preset": "flashtalk", "size": (64, 48), "steps": 2, "text_guidance": 5.0, "audio_guidance": 4.0}
 IT_GUIDANCE = Guidance(5.0, 4.0)
 
 
@@ -44,7 +43,7 @@ def family(name: str, weights: Path | None) -> Family:
 
 def pipeline(fam: Family, name: str = "") -> Pipeline:
     """The case's pipeline; ``NAME-sharded`` puts the split DiT under FSDP2 too (sharded over each sequence-parallel group)."""
-    options = GenerationOptions(chunk_frames=6, interp_frames=2) if fam.name == "demo" else IT_OPTIONS
+    options = {"chunk_frames": 6, "interp_frames": 2} if fam.name == "demo" else IT_OPTIONS
     dit = "a2v_dit" if fam.name == "demo" else "dit"
     built = fam.build(torch.device("cpu"), options, residency={dit: "sharded"} if name.endswith("-sharded") else None)
     built.prepare()
@@ -91,4 +90,4 @@ def audio() -> list[PcmBlock]:
 
 
 def render(fam: Family, built: Pipeline) -> np.ndarray:
-    return np.concatenate([c.frames for c in built.stream(audio(), fam.reference(None, None) if fam.name != "demo" else REFERENCE, seed=2)])
+    return np.concatenate([c.frames for c in built.stream(audio(), fam.reference(None) if fam.name != "demo" else REFERENCE, seed=2)])

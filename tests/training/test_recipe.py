@@ -24,7 +24,7 @@ def test_quick_recipe_writes_a_loadable_weights_folder(tmp_path) -> None:
     assert report["stages"]["a2v"]["rollout"]["every"] == 4  # the quick run refreshes rollouts twice in 12 steps
     written = json.loads((tmp_path / "weights" / "training.json").read_text())
     assert written["recipe"]["a2v_steps"] == 12
-    family = DemoFamily.load("default", tmp_path / "weights")
+    family = DemoFamily.load(tmp_path / "weights")
     trained = family.modules["a2v_dit"].network.state_dict()
     untrained = DemoFamily.random(DemoConfig(), seed=0).modules["a2v_dit"].network.state_dict()
     assert any(not torch.equal(trained[k], untrained[k]) for k in trained)

@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 from avatarstream.cli.help_format import DefaultsHelpFormatter
-from avatarstream.cli.model_args import DEFAULT_MODEL
 from avatarstream.cli.runtime_args import add_runtime_arguments
 from avatarstream.errors import InputError
-from avatarstream.families.registry import load_family, names
+from avatarstream.families.registry import DEFAULT_MODEL, load_family, names
 from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.runtime.devices import resolve_device
 

@@ -23,9 +23,9 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
             "resumes on another replica from its saved state. Needs the fleet extra: pip install 'avatarstream[fleet]'."
         ),
         epilog=(
-            "examples: avatarstream fleet --replicas 2 --model demo   (one machine; sessions at http://127.0.0.1:8000/sessions)\n"
+            "examples: avatarstream fleet --replicas 2   (one machine, the bundled model; sessions at http://127.0.0.1:8000/sessions)\n"
             "          avatarstream fleet --address auto --min-replicas 1 --max-replicas 8 --replica-gpus 1 --replica-host auto "
-            "--host 0.0.0.0 --token $TOKEN --model infinitetalk ...   (on a running Ray cluster; docs/fleet.md)"
+            "--host 0.0.0.0 --token $TOKEN --model NAME --weights DIR ...   (on a running Ray cluster; docs/fleet.md)"
         ),
         formatter_class=DefaultsHelpFormatter,
     )

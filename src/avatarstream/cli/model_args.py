@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from avatarstream.families.options import FamilyOptions
-from avatarstream.families.registry import family_class, names, registered
+from avatarstream.families.registry import DEFAULT_MODEL, family_class, names, registered
 
-DEFAULT_MODEL = "demo"
 HELP_FLAGS = ("-h", "--help")
 
 

@@ -8,7 +8,7 @@ from avatarstream.runtime.devices import DEVICE_CHOICES
 
 THREADS_HELP = (
     "torch CPU threads (default: one per core; idle threads sleep, so other jobs on the machine slow a render "
-    "down by about their share of the cores; 1 is as fast for the small demo models)"
+    "down by about their share of the cores; 1 is as fast for small models)"
 )
 
 

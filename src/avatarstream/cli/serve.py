@@ -1,4 +1,4 @@
-"""``avatarstream serve``: the live session API and the demo page (FastAPI + uvicorn)."""
+"""``avatarstream serve``: the live session API and its browser page (FastAPI + uvicorn)."""
 
 from __future__ import annotations
 
@@ -28,11 +28,11 @@ TOKEN_ENV = "AVATARSTREAM_TOKEN"
 def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p = commands.add_parser(
         "serve",
-        help="serve live avatar sessions over HTTP/WebSocket, with a demo page at /",
+        help="serve live avatar sessions over HTTP/WebSocket, with a browser page at /",
         description=(
             "Serve talking-avatar sessions: open a session, stream audio over a WebSocket or upload files, "
             "interrupt, watch it live (HLS, WebRTC) or send it to RTMP / Kinesis Video Streams; batch jobs render "
-            "a file to MP4. Open http://HOST:PORT/ for the demo page and /docs for the API."
+            "a file to MP4. Open http://HOST:PORT/ for a page that starts a session and /docs for the API."
         ),
         epilog="example: avatarstream serve --port 8000   (then open http://127.0.0.1:8000/)",
         formatter_class=DefaultsHelpFormatter,

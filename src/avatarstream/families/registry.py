@@ -24,6 +24,8 @@ from avatarstream.families.base import Family, FamilyClass
 from avatarstream.families.options import FamilyOptions
 
 ENTRY_POINT_GROUP = "avatarstream.families"
+#: What ``--model`` and ``avatarstream.render`` run when no model is named: the bundled one, which needs no download.
+DEFAULT_MODEL = "demo"
 
 #: The families this package ships: name -> "module:Class".
 BUILTIN = {

@@ -4,7 +4,7 @@ The package sets ``OMP_WAIT_POLICY=PASSIVE`` (unless the user set it) before
 torch loads OpenMP, in ``avatarstream/__init__.py``: with OpenMP's default,
 idle worker threads spin for milliseconds after every parallel operator, and
 a model of many small operators then spends the cores spinning. Next to one
-competing job on 2 cores a demo render slowed down from 1.24x to 0.16x real
+competing job on 2 cores a small model's render slowed down from 1.24x to 0.16x real
 time that way; passive workers sleep at once and the same render keeps
 0.66x of its 1.05x (docs/runtime.md, ``avatarstream bench --scenario contention``).
 """

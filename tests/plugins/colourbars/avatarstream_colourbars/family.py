@@ -1,0 +1,80 @@
+"""``colourbars``: a family outside avatarstream, plugged in through the ``avatarstream.families`` entry point.
+
+It has one network (``Painter``), its own option (``--bars``), a block-causal
+chunk plan (back-to-back blocks, no I-chunks) and a stage whose cache it
+resumes itself, and nothing outside this package names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from avatarstream.errors import InputError
+from avatarstream.pipeline.blocks import BlockPlan
+from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.runtime.module import Module
+from avatarstream.runtime.residency import Runtime
+from avatarstream.sources.bundled import DEFAULT_REFERENCE
+from avatarstream.sources.reference import load_reference_image
+from avatarstream_colourbars.network import LATENT_STRIDE, Painter
+from avatarstream_colourbars.options import DEFAULT_BARS, ColourBarsOptions
+from avatarstream_colourbars.stages import BarsStage, PixelsStage, TintStage
+
+FPS = 25
+SAMPLE_RATE = 16000
+SIZE = (64, 48)  # (width, height)
+BLOCK_FRAMES = 12
+WEIGHTS_FILE = "painter.safetensors"
+
+
+@dataclass
+class ColourBarsFamily:
+    modules: dict[str, Module]
+    weights: str
+    options: ColourBarsOptions = field(default_factory=ColourBarsOptions)
+
+    name = "colourbars"
+    fps = FPS
+    frame_size = SIZE
+    Options: ClassVar[type[ColourBarsOptions]] = ColourBarsOptions
+    summary: ClassVar[str] = "colour bars that pulse with the audio: the plug-in seam's test family"
+    weights_help: ClassVar[str] = f"none (random weights drawn from the seed), or a folder holding {WEIGHTS_FILE}"
+
+    @classmethod
+    def load(cls, weights: Path | None, options: ColourBarsOptions, *, device: torch.device, seed: int = 0) -> ColourBarsFamily:
+        if weights is not None and not (weights / WEIGHTS_FILE).is_file():
+            raise InputError(f"no {WEIGHTS_FILE} in {weights}; the colourbars model's weights folder holds that one file")
+        painter = Module.build("painter", Painter, weights=weights / WEIGHTS_FILE if weights is not None else None, seed=seed)
+        return cls({"painter": painter}, str(weights) if weights is not None else f"random (seed {seed})")
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return {"bars": self.options.bars or DEFAULT_BARS, "block_frames": BLOCK_FRAMES}
+
+    def build(
+        self,
+        device: torch.device,
+        options: ColourBarsOptions | Mapping[str, Any] | None = None,
+        *,
+        residency: dict[str, str] | None = None,
+        overlap: bool = False,
+        read_ahead: bool = False,
+    ) -> Pipeline:
+        self.options = ColourBarsOptions.parse(options)
+        width, height = SIZE
+        stages = [
+            TintStage(),
+            BarsStage(self.modules["painter"], self.settings["bars"], (height // LATENT_STRIDE, width // LATENT_STRIDE), SAMPLE_RATE // FPS),
+            PixelsStage(),
+        ]
+        runtime = Runtime(device, residency)
+        return Pipeline(stages, BlockPlan(BLOCK_FRAMES), runtime, fps=FPS, model_sample_rate=SAMPLE_RATE, overlap=overlap, read_ahead=read_ahead)
+
+    def reference(self, path: Path | None, options: ColourBarsOptions | Mapping[str, Any] | None = None) -> np.ndarray:
+        return load_reference_image(path if path is not None else DEFAULT_REFERENCE, SIZE)
