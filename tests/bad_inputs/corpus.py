@@ -354,7 +354,7 @@ HTTP: list[Case] = [
     Case("http-interrupt-unknown", "http", lambda t: Request("POST", "/sessions/nope/interrupt"), 404, ("no such session",)),
     Case("http-interrupt-closed", "http", lambda t: Request("POST", "/sessions/{closed}/interrupt"), 404, ("no such session",)),
     Case("http-job-with-session-id", "http", lambda t: Request("GET", "/jobs/{sid}"), 404, ("no such job",)),
-    Case("http-create-json-body", "http", lambda t: Request("POST", "/sessions", {"json": {"identity": "demo"}}), 415, ("multipart/form-data",)),
+    Case("http-create-json-body", "http", lambda t: Request("POST", "/sessions", {"json": {"identity": "default"}}), 415, ("multipart/form-data",)),
     Case(
         "http-create-malformed-multipart",
         "http",
@@ -370,16 +370,60 @@ HTTP: list[Case] = [
         422,
         ("not an RTMP publish URL",),
     ),
-    Case("http-identity-unknown", "http", lambda t: Request("POST", "/sessions", {"data": {"identity": "someone"}}), 422, ("unknown identity",)),
+    Case("http-identity-unknown", "http", lambda t: Request("POST", "/sessions", {"data": {"identity": "someone"}}), 422, ("unknown identity", "default")),
     Case("http-seed-negative", "http", lambda t: Request("POST", "/sessions", {"data": {"seed": "-1"}}), 422, ("seed must be 0 or more",)),
-    Case("http-avatar-negative", "http", lambda t: Request("POST", "/sessions", {"data": {"avatar": "-1"}}), 422, ("avatar", "greater than or equal to 0")),
     Case("http-prompt-too-long", "http", lambda t: Request("POST", "/sessions", {"data": {"prompt": "x" * 2001}}), 422, ("prompt", "at most 2000 characters")),
+    Case(
+        "http-model-options-not-json", "http", lambda t: Request("POST", "/sessions", {"data": {"model_options": "{nope"}}), 422, ("model_options", "not JSON")
+    ),
+    Case(
+        "http-model-options-not-an-object",
+        "http",
+        lambda t: Request("POST", "/sessions", {"data": {"model_options": "[12]"}}),
+        422,
+        ("model_options must be a JSON object", "got an array"),
+    ),
+    Case(
+        "http-model-options-unknown",
+        "http",
+        lambda t: Request("POST", "/sessions", {"data": {"model_options": '{"colour": "red"}'}}),
+        422,
+        ("unknown model option colour", "this model takes: avatar, chunk_frames"),
+    ),
+    Case(
+        "http-model-options-out-of-range",
+        "http",
+        lambda t: Request("POST", "/sessions", {"data": {"model_options": '{"chunk_frames": 100000}'}}),
+        422,
+        ("model_options: chunk_frames must be between 1 and 1000, got 100000",),
+    ),
+    Case(
+        "http-model-options-avatar-negative",
+        "http",
+        lambda t: Request("POST", "/sessions", {"data": {"model_options": '{"avatar": -1}'}}),
+        422,
+        ("avatar must be at least 0",),
+    ),
+    Case(
+        "http-model-options-too-long",
+        "http",
+        lambda t: Request("POST", "/sessions", {"data": {"model_options": " " * 20001}}),
+        422,
+        ("model_options", "at most 20000 characters"),
+    ),
+    Case(
+        "http-job-model-options-wrong-type",
+        "http",
+        lambda t: Request("POST", "/jobs", {"data": {"model_options": '{"steps": "many"}'}, **_up("audio", _wav(_tone()), "audio/wav")}),
+        422,
+        ("steps must be a whole number",),
+    ),
     Case(
         "http-reference-and-avatar",
         "http",
-        lambda t: Request("POST", "/sessions", {"data": {"avatar": "1"}, **_up("reference", mk.png_file(t).read_bytes(), "image/png")}),
+        lambda t: Request("POST", "/sessions", {"data": {"model_options": '{"avatar": 1}'}, **_up("reference", mk.png_file(t).read_bytes(), "image/png")}),
         422,
-        ("either a reference image or avatar=SEED",),
+        ("not both",),  # the family's rule: a request option that picks an identity, and an upload
     ),
     Case(
         "http-reference-not-an-image",
@@ -417,7 +461,7 @@ HTTP: list[Case] = [
         413,
         ("larger than this server's limit",),
     ),
-    Case("http-job-no-audio", "http", lambda t: Request("POST", "/jobs", {"data": {"identity": "demo"}}), 422, ("audio", "Field required")),
+    Case("http-job-no-audio", "http", lambda t: Request("POST", "/jobs", {"data": {"identity": "default"}}), 422, ("audio", "Field required")),
     Case("http-job-audio-not-audio", "http", lambda t: Request("POST", "/jobs", _up("audio", b"hello", "text/plain")), 415, ("expected an audio file",)),
     Case("http-job-audio-random", "http", lambda t: Request("POST", "/jobs", _up("audio", np.random.default_rng(1).bytes(5000), "audio/wav")), 422, WAV_WORDS),
     Case("http-job-unknown", "http", lambda t: Request("GET", "/jobs/nope"), 404, ("no such job",)),
@@ -439,7 +483,7 @@ HTTP: list[Case] = [
         ("no WebRTC output",),
     ),
     Case("http-wrong-token", "http", lambda t: Request("GET", "/sessions/{sid}", token="wrong-token-123"), 401, ("bearer token",)),
-    Case("http-no-token-create", "http", lambda t: Request("POST", "/sessions", {"data": {"identity": "demo"}}, token=None), 401, ("bearer token",)),
+    Case("http-no-token-create", "http", lambda t: Request("POST", "/sessions", {"data": {"identity": "default"}}, token=None), 401, ("bearer token",)),
     Case("http-no-token-metrics", "http", lambda t: Request("GET", "/metrics", token=None), 401, ("bearer token",)),
 ]
 

@@ -36,7 +36,7 @@ class Server:
         assert self.client.delete(f"/sessions/{self.closed}").status_code == 200
 
     def create(self) -> str:
-        response = self.client.post("/sessions", data={"identity": "demo"})
+        response = self.client.post("/sessions", data={"identity": "default"})
         assert response.status_code == 201, response.text
         return response.json()["id"]
 

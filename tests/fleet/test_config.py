@@ -19,6 +19,7 @@ from avatarstream.fleet.settings import FleetSettings
 from avatarstream.serve.settings import ServeSettings
 
 DOC = Path(__file__).parents[2] / "docs" / "fleet.md"
+TINY = ServeSettings(model="demo-tiny")
 
 
 def test_the_kuberay_example_is_a_valid_rayservice_whose_app_builds(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -39,14 +40,18 @@ def test_the_kuberay_example_is_a_valid_rayservice_whose_app_builds(monkeypatch:
 
 def test_config_args_are_checked() -> None:
     with pytest.raises(Exception, match="extra"):
-        FleetArgs.model_validate({"replicas": 3})  # a typo is refused, not ignored
+        FleetArgs.model_validate({"model": "demo-tiny", "replicas": 3})  # a typo is refused, not ignored
+    with pytest.raises(Exception, match="model"):
+        FleetArgs.model_validate({})  # the model is named: the fleet has no default family
     with pytest.raises(InputError, match="token"):
-        FleetSettings(serve=ServeSettings(), replica_host="auto")  # replicas reachable from other machines need a token
+        FleetSettings(serve=TINY, replica_host="auto")  # replicas reachable from other machines need a token
     with pytest.raises(InputError, match="min"):
-        FleetSettings(min_replicas=3, max_replicas=2)
+        FleetSettings(serve=TINY, min_replicas=3, max_replicas=2)
     with pytest.raises(InputError, match="target-busy"):
-        FleetSettings(target_busy=1.5)
-    assert FleetSettings(min_replicas=1, max_replicas=4).autoscales
+        FleetSettings(serve=TINY, target_busy=1.5)
+    with pytest.raises(InputError, match="--chunk-frames must be between 1 and 1000"):  # checked before Ray starts
+        app_builder({"model": "demo-tiny", "model_options": {"chunk_frames": 0}})
+    assert FleetSettings(serve=TINY, min_replicas=1, max_replicas=4).autoscales
 
 
 def test_the_cli_refuses_bad_options_in_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,14 +76,15 @@ def test_the_fleet_speaks_the_single_servers_api() -> None:
     from avatarstream.fleet.sessions import Fleet
     from avatarstream.serve.app import create_app
 
-    fleet_app = create_fleet_app(Fleet(FleetSettings(), slots=None))
+    fleet_app = create_fleet_app(Fleet(FleetSettings(serve=TINY), slots=None))
     fleet_paths = {(path, method) for path, ops in fleet_app.openapi()["paths"].items() for method in ops}
-    single = create_app(ServeSettings(model="demo-tiny"))
+    single = create_app(TINY)
     single_paths = {(path, method) for path, ops in single.openapi()["paths"].items() for method in ops}
     missing = {p for p in single_paths - fleet_paths if p[0] not in ("/sessions/{sid}/hls/{name}", "/sessions/{sid}/webrtc", "/sessions/{sid}/video.mp4")}
     assert not missing, f"the fleet lacks {sorted(missing)} (video routes are the replicas')"
     for path in ("/sessions", "/jobs"):  # the same form fields, defaults and help: one form dependency serves both servers
         assert _form_fields(fleet_app.openapi(), path) == _form_fields(single.openapi(), path), path
+        assert "contentSchema" in _form_fields(fleet_app.openapi(), path)[0]["model_options"], "the model's options, on both"
     info = fleet_app.openapi()["components"]["schemas"]["FleetSessionInfo"]["properties"]
     assert {"placement", "resumes", "speech_received_s"} <= set(info)
     page = TestClient(fleet_app).get("/docs")  # no lifespan: nothing here talks to Ray

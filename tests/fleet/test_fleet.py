@@ -27,7 +27,7 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.fixture(scope="module")
 def fleet():
-    with local_fleet(nodes=3, replicas=3, token=TOKEN, idle_timeout_s=60.0) as running:
+    with local_fleet(nodes=3, replicas=3, model="demo-tiny", token=TOKEN, idle_timeout_s=60.0) as running:
         yield running
 
 
@@ -38,8 +38,11 @@ def client() -> aiohttp.ClientSession:
 def test_sessions_spread_over_nodes_and_a_full_fleet_refuses(fleet: LocalFleet) -> None:
     async def scenario() -> None:
         async with client() as http, aiohttp.ClientSession() as anonymous:
-            async with anonymous.post(f"{fleet.url}/sessions", data={"identity": "demo"}) as answer:
+            async with anonymous.post(f"{fleet.url}/sessions", data={"identity": "default"}) as answer:
                 assert answer.status == 401
+            async with http.post(f"{fleet.url}/sessions", data={"model_options": '{"chunk_frames": 0}'}) as answer:
+                assert answer.status == 422, "checked at the ingress, before a slot is taken"
+                assert "chunk_frames must be between 1 and 1000" in (await answer.json())["detail"]
             opened = []
             for _ in range(3):
                 started = time.monotonic()
@@ -68,8 +71,8 @@ def test_sessions_spread_over_nodes_and_a_full_fleet_refuses(fleet: LocalFleet) 
             for info in opened:
                 assert (await delete(http, fleet.url, info["id"]))["state"] == "closed"
             assert (await health(http, fleet.url))["sessions"] == 0
-            # a batch job takes a slot too, and its MP4 is served by its replica
-            form = aiohttp.FormData({"identity": "demo"})
+            # a batch job takes a slot too, and its MP4 is served by its replica; its options give it a pipeline of its own there
+            form = aiohttp.FormData({"identity": "default", "model_options": '{"chunk_frames": 10, "avatar": 2}'})
             form.add_field("audio", wav(speech(1.0)), filename="speech.wav", content_type="audio/wav")
             async with http.post(f"{fleet.url}/jobs", data=form) as answer:
                 assert answer.status == 202, await answer.text()

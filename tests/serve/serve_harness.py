@@ -16,18 +16,18 @@ from pathlib import Path
 import numpy as np
 import uvicorn
 
-from avatarstream.families.options import GenerationOptions
 from avatarstream.serve import ServeSettings, create_app
 from avatarstream.serve.ws_messages import SERVER_EVENTS
 
 RATE = 16000
 EVENT_MODELS = {model.model_fields["type"].default: model for model in SERVER_EVENTS}
 TOKEN = "test-token-0123456789"
+SMALL_CHUNKS = {"chunk_frames": 6, "interp_frames": 2}  # demo-tiny's options as the server tests run it
 #: Each family as the server tests run it (on the tiny infinitetalk checkpoint), the frames one of its chunks adds,
 #: and its frame size (width, height).
 FAMILIES = {
     "demo-tiny": ({}, 6, (64, 64)),
-    "infinitetalk": ({"model": "infinitetalk", "generation": GenerationOptions(preset="flashtalk", size=(48, 32), audio_window_s=2.0)}, 33 - 5, (48, 32)),
+    "infinitetalk": ({"model": "infinitetalk", "model_options": {"preset": "flashtalk", "size": [48, 32], "audio_window_s": 2.0}}, 33 - 5, (48, 32)),
 }
 
 
@@ -42,9 +42,7 @@ def family_overrides(model: str, request: object) -> tuple[dict[str, object], in
 @contextmanager
 def running_server(tmp_path: Path, **overrides: object) -> Iterator[str]:
     """Yield the base URL of a live server (demo-tiny, small chunks) that stops when the block ends."""
-    settings = ServeSettings(
-        model="demo-tiny", generation=GenerationOptions(chunk_frames=6, interp_frames=2), port=0, work_dir=tmp_path / "work", preset="ultrafast", threads=1
-    )
+    settings = ServeSettings(model="demo-tiny", model_options=SMALL_CHUNKS, port=0, work_dir=tmp_path / "work", preset="ultrafast", threads=1)
     settings = replace(settings, **overrides)
     app = create_app(settings)
     config = uvicorn.Config(

@@ -35,12 +35,12 @@ async def _three_and_one_more(base: str) -> None:
     async with httpx.AsyncClient(base_url=base, timeout=30) as client:
         ids = []
         for _ in range(3):
-            created = await client.post("/sessions", data={"identity": "demo"})
+            created = await client.post("/sessions", data={"identity": "default"})
             assert created.status_code == 201, created.text
             ids.append(created.json()["id"])
         assert len(set(ids)) == 3
 
-        refused = await client.post("/sessions", data={"identity": "demo"})
+        refused = await client.post("/sessions", data={"identity": "default"})
         assert refused.status_code == 503
         assert int(refused.headers["retry-after"]) > 0 and "maximum of 3 sessions" in refused.json()["detail"]
         job = await client.post("/jobs", files={"audio": ("a.wav", wav_bytes(speech(1.0)), "audio/wav")})
@@ -54,5 +54,5 @@ async def _three_and_one_more(base: str) -> None:
 
         assert "avatarstream_sessions_rejected_total 2.0" in (await client.get("/metrics")).text
         assert (await client.delete(f"/sessions/{ids[0]}")).status_code == 200
-        again = await client.post("/sessions", data={"identity": "demo"})  # a freed slot is usable at once
+        again = await client.post("/sessions", data={"identity": "default"})  # a freed slot is usable at once
         assert again.status_code == 201

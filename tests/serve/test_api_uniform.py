@@ -1,8 +1,9 @@
 """One API shape: audio uploads as POST /jobs takes them, outputs that say what is written, the default avatar of render,
-log lines that name sessions as the API does, and every WebSocket message in the schema."""
+the model's own options per session, log lines that name sessions as the API does, and every WebSocket message in the schema."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -13,10 +14,11 @@ import av
 import httpx
 import numpy as np
 import pytest
-from serve_harness import running_server, speech, wav_bytes
+import websockets
+from serve_harness import SMALL_CHUNKS, Events, running_server, speech, wav_bytes, ws_url
 
 import avatarstream
-from avatarstream.families.options import GenerationOptions
+from avatarstream.families.registry import options_class
 from avatarstream.serve.ws_messages import CLIENT_MESSAGES, SERVER_EVENTS
 
 
@@ -60,29 +62,54 @@ def test_a_job_says_it_writes_its_file_and_logs_name_it_by_log_id(tmp_path: Path
     assert not any(job["id"] in r.getMessage() or job["id"] in json.dumps(getattr(r, "fields", {}), default=str) for r in caplog.records)
 
 
-def test_identity_demo_is_the_avatar_render_uses_and_avatar_seed_works(tmp_path: Path) -> None:
+def test_identity_default_is_the_avatar_render_uses_and_a_request_option_picks_another(tmp_path: Path) -> None:
     audio = tmp_path / "a.wav"
     audio.write_bytes(wav_bytes(speech(1.0)))
-    options = GenerationOptions(chunk_frames=6, interp_frames=2)
-    cli = avatarstream.render(audio, out=tmp_path / "render.mp4", model="demo-tiny", options=options, threads=1, preset="ultrafast")
+    cli = avatarstream.render(audio, out=tmp_path / "render.mp4", model="demo-tiny", model_options=SMALL_CHUNKS, threads=1, preset="ultrafast")
     assert cli.complete
     with running_server(tmp_path) as base, httpx.Client(base_url=base, timeout=30) as client:
         videos = {}
-        for name, data in (("demo", {"identity": "demo"}), ("avatar", {"avatar": "5"})):
+        for name, data in (("default", {"identity": "default"}), ("seed", {"model_options": '{"avatar": 5}'})):
             job = client.post("/jobs", files={"audio": ("a.wav", audio.read_bytes(), "audio/wav")}, data=data).json()
             assert _wait_done(client, f"/jobs/{job['id']}")["state"] == "done"
             videos[name] = tmp_path / f"{name}.mp4"
             videos[name].write_bytes(client.get(job["links"]["video"]).content)
         both = client.post(
-            "/jobs", files={"audio": ("a.wav", audio.read_bytes(), "audio/wav"), "reference": ("r.png", b"x", "image/png")}, data={"avatar": "5"}
+            "/jobs",
+            files={"audio": ("a.wav", audio.read_bytes(), "audio/wav"), "reference": ("r.png", b"x", "image/png")},
+            data={"model_options": '{"avatar": 5}'},
         )
-        assert both.status_code == 422 and "not both" in both.json()["detail"]
-        negative = client.post("/sessions", data={"avatar": "-1"})
-        assert negative.status_code == 422
-    rendered, served, other = _frames(tmp_path / "render.mp4"), _frames(videos["demo"]), _frames(videos["avatar"])
+        assert both.status_code == 422 and "not both" in both.json()["detail"]  # the family's own rule
+        negative = client.post("/sessions", data={"model_options": '{"avatar": -1}'})
+        assert negative.status_code == 422 and "avatar must be at least 0" in negative.json()["detail"]
+        assert client.post("/sessions", data={"identity": "demo"}).status_code == 422, "no family's name is an identity"
+    rendered, served, other = _frames(tmp_path / "render.mp4"), _frames(videos["default"]), _frames(videos["seed"])
     assert rendered.shape == served.shape
     assert np.abs(rendered.astype(int) - served).mean() < np.abs(rendered.astype(int) - other).mean()
     assert np.array_equal(rendered, served), "same model, options, seed and default avatar: the same video"
+
+
+def test_a_session_whose_options_change_the_chunks_gets_a_pipeline_of_its_own(tmp_path: Path) -> None:
+    """The server's chunks are 6 frames with I-chunks of 2 at the seams; a session asking for 10 frames and no I-chunks gets
+    exactly that while one on the server's options goes on with the server's (a pipeline built for it, over the same modules)."""
+
+    async def chunk_sizes(base: str, sid: str) -> set[int]:
+        async with websockets.connect(ws_url(base, sid)) as ws:
+            events = Events(ws)
+            await events.wait_for(lambda _: len(events.frames()) >= 3)
+            events.task.cancel()
+            return {e["count"] for e in events.frames()[1:]}  # after the first chunk, every chunk adds chunk_frames
+
+    with running_server(tmp_path) as base, httpx.Client(base_url=base, timeout=30) as client:
+        own = client.post("/sessions", data={"model_options": json.dumps({"chunk_frames": 10, "interp_frames": 0, "avatar": 3})})
+        assert own.status_code == 201, own.text
+        shared = client.post("/sessions").json()
+        assert asyncio.run(chunk_sizes(base, own.json()["id"])) == {10}
+        assert asyncio.run(chunk_sizes(base, shared["id"])) == {4, 2}
+        for info in (own.json(), shared):
+            assert client.delete(f"/sessions/{info['id']}").status_code == 200
+        bad = client.post("/sessions", data={"model_options": '{"chunk_frames": 0}'})
+        assert bad.status_code == 422 and "chunk_frames must be between 1 and 1000" in bad.json()["detail"]
 
 
 def test_openapi_carries_the_websocket_messages(tmp_path: Path) -> None:
@@ -94,3 +121,9 @@ def test_openapi_carries_the_websocket_messages(tmp_path: Path) -> None:
         assert schemas[model.__name__]["properties"]["type"]["const"] == kind
         assert f"`{model.__name__}`" in spec["info"]["description"]
     assert "multipart/form-data" in spec["paths"]["/sessions/{sid}/audio"]["post"]["requestBody"]["content"]
+    for path in ("/sessions", "/jobs"):  # the model's options: their JSON schema, and the scopes a session may set
+        ref = spec["paths"][path]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]["$ref"]
+        form = schemas[ref.rsplit("/", 1)[1]]["properties"]
+        assert "avatar" not in form, "a family's option is no form field of its own"
+        assert form["model_options"]["contentSchema"] == options_class("demo-tiny").json_schema()
+        assert "`demo-tiny`" in form["model_options"]["description"] and "request: avatar" in form["model_options"]["description"]

@@ -17,18 +17,19 @@ from serve_harness import s16, speech
 
 from avatarstream.benchmarks.local_server import free_port
 from avatarstream.cli import serve
+from avatarstream.cli.model_args import selected_model
 from avatarstream.errors import InputError
 
 # `avatarstream serve` once cli/main.py registers it; until then the same parser, run the same way
 START = (
-    "import argparse, sys; from avatarstream.cli.serve import add_parser; p = argparse.ArgumentParser(); "
-    "add_parser(p.add_subparsers()); a = p.parse_args(sys.argv[1:]); sys.exit(a.run(a))"
+    "import argparse, sys; from avatarstream.cli.serve import add_parser; from avatarstream.cli.model_args import selected_model; "
+    "p = argparse.ArgumentParser(); add_parser(p.add_subparsers(), selected_model(sys.argv[1:])); a = p.parse_args(sys.argv[1:]); sys.exit(a.run(a))"
 )
 
 
 def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    serve.add_parser(parser.add_subparsers())
+    serve.add_parser(parser.add_subparsers(), selected_model(argv))
     return parser.parse_args(["serve", *argv])
 
 
@@ -61,7 +62,7 @@ def test_serve_starts_and_answers(tmp_path) -> None:
         assert "avatarstream" in httpx.get(base + "/").text
         assert httpx.get(base + "/openapi.json").json()["paths"]["/sessions"]["post"]
         headers = {"Authorization": "Bearer cli-test-token-123"}
-        created = httpx.post(base + "/sessions", headers=headers, data={"identity": "demo"})
+        created = httpx.post(base + "/sessions", headers=headers, data={"identity": "default"})
         assert created.status_code == 201
         url = f"ws://127.0.0.1:{port}/sessions/{created.json()['id']}/audio?format=s16le&rate=16000&token=cli-test-token-123"
         with websockets.sync.client.connect(url) as ws:

@@ -33,7 +33,7 @@ async def _state(client: httpx.AsyncClient, sid: str, want: str, timeout: float)
 
 async def _dropped_and_idle(base: str) -> None:
     async with httpx.AsyncClient(base_url=base, timeout=30) as client:
-        dropped = (await client.post("/sessions", data={"identity": "demo"})).json()["id"]
+        dropped = (await client.post("/sessions", data={"identity": "default"})).json()["id"]
         ws = await websockets.connect(ws_url(base, dropped))
         events = Events(ws)
         await ws.send(s16(speech(5.0)))
@@ -43,7 +43,7 @@ async def _dropped_and_idle(base: str) -> None:
         print(f"\nabrupt disconnect freed its session in {freed_after:.2f} s")
         assert (await client.get("/healthz")).json()["sessions"] == 0
 
-        kept = (await client.post("/sessions", data={"identity": "demo"})).json()["id"]
+        kept = (await client.post("/sessions", data={"identity": "default"})).json()["id"]
         async with websockets.connect(ws_url(base, kept)) as ws:
             await ws.send(s16(speech(0.5)))
         # a clean close keeps the session, until nobody touches it for the idle timeout
@@ -64,7 +64,7 @@ def test_closing_sessions_returns_memory_and_threads_to_baseline(tmp_path) -> No
 
 
 async def _one_cycle(client: httpx.AsyncClient, base: str) -> None:
-    sid = (await client.post("/sessions", data={"identity": "demo", "outputs": '{"hls": true}'})).json()["id"]
+    sid = (await client.post("/sessions", data={"identity": "default", "outputs": '{"hls": true}'})).json()["id"]
     async with websockets.connect(ws_url(base, sid)) as ws:
         events = Events(ws)
         await ws.send(s16(speech(1.5)))

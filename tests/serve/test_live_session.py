@@ -23,7 +23,7 @@ def test_full_live_session(tmp_path, model: str, request: pytest.FixtureRequest)
 
 async def _full_session(base: str, tmp_path, chunk_frames: int) -> None:
     async with httpx.AsyncClient(base_url=base, timeout=30) as client:
-        created = await client.post("/sessions", data={"identity": "demo", "outputs": '{"hls": true, "file": true}'})
+        created = await client.post("/sessions", data={"identity": "default", "outputs": '{"hls": true, "file": true}'})
         assert created.status_code == 201, created.text
         info = created.json()
         sid = info["id"]

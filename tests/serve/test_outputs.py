@@ -52,7 +52,7 @@ async def _webrtc(base: str, size: tuple[int, int]) -> None:
         audio = await asyncio.wait_for((await asyncio.wait_for(sound, 10)).recv(), 20)
         assert audio.sample_rate == 48000  # the session's AAC, decoded and sent as Opus
         await pc.close()
-        no_webrtc = (await client.post("/sessions", data={"identity": "demo"})).json()["id"]
+        no_webrtc = (await client.post("/sessions", data={"identity": "default"})).json()["id"]
         refused = await client.post(f"/sessions/{no_webrtc}/webrtc", json={"sdp": "x", "type": "offer"})
         assert refused.status_code == 409 and "no WebRTC output" in refused.json()["detail"]
 

@@ -44,7 +44,7 @@ def _settled_os_threads(baseline: int, timeout: float = 5.0) -> int:
 async def _sessions(base: str, n: int) -> None:
     async with httpx.AsyncClient(base_url=base, timeout=30, headers=AUTH) as client:
         for i in range(n):
-            sid = (await client.post("/sessions", data={"identity": "demo"})).json()["id"]
+            sid = (await client.post("/sessions", data={"identity": "default"})).json()["id"]
             async with websockets.connect(ws_url(base, sid), additional_headers=AUTH) as ws:
                 events = Events(ws)
                 await ws.send(s16(speech(1.0)))

@@ -76,7 +76,7 @@ async def close(listener: Listener) -> None:
 
 
 async def create(http: aiohttp.ClientSession, url: str) -> tuple[int, dict[str, Any], dict[str, str]]:
-    async with http.post(f"{url}/sessions", data={"identity": "demo", "outputs": json.dumps({"hls": True})}) as answer:
+    async with http.post(f"{url}/sessions", data={"identity": "default", "outputs": json.dumps({"hls": True})}) as answer:
         return answer.status, await answer.json(), dict(answer.headers)
 
 

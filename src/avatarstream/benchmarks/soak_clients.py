@@ -129,7 +129,7 @@ class SoakClients:
 
     async def _open(self, http: aiohttp.ClientSession, behaviour: str, outputs: dict[str, Any]) -> tuple[SessionRecord, str]:
         """Create a session, waiting out 503s as their Retry-After says."""
-        form = {"identity": "demo", "outputs": json.dumps(outputs)}
+        form = {"identity": "default", "outputs": json.dumps(outputs)}
         while True:
             start = self.now()
             async with http.post(f"{self.url}/sessions", data=form) as answer:

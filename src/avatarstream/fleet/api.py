@@ -8,6 +8,7 @@ preview page) point at the replica, which serves them itself.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -16,6 +17,7 @@ from fastapi import APIRouter, Depends, FastAPI, File, Request, UploadFile
 from fastapi.responses import RedirectResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from avatarstream.families.registry import options_class
 from avatarstream.fleet import api_audio
 from avatarstream.fleet.schemas import FleetHealth, FleetSessionInfo
 from avatarstream.fleet.sessions import Fleet
@@ -24,6 +26,7 @@ from avatarstream.serve import openapi
 from avatarstream.serve.api_sessions import ERRORS, JOB_AUDIO_HELP, UPLOAD_BODY, SessionForm, job_form, session_form
 from avatarstream.serve.app import add_handlers
 from avatarstream.serve.context import form_body
+from avatarstream.serve.model_options import parse_model_options
 from avatarstream.serve.problems import Conflict, NotFound
 from avatarstream.serve.schemas import AudioQueued, Interrupted, Problem
 from avatarstream.serve.uploads import check_image_type
@@ -44,19 +47,28 @@ router = APIRouter(prefix="/sessions", tags=["live sessions"], dependencies=[Dep
 @router.post("", status_code=201, response_model=FleetSessionInfo, responses=ERRORS, summary="Open a live session", dependencies=[Depends(form_body)])
 async def create_session(fleet: FleetDep, form: Annotated[SessionForm, Depends(session_form)]) -> dict[str, Any]:
     """On a free replica (503 with Retry-After when every slot is busy); the replica checks the inputs as the single server does."""
-    image, kind = await _reference(form, fleet.settings.serve.max_upload_bytes)
-    request = OpenRequest(form.identity, form.avatar, form.prompt, form.seed, form.outputs.model_dump_json(), image, kind)
-    session = await fleet.open(request)
+    session = await fleet.open(await _request(form, fleet.settings.serve.model, fleet.settings.serve.max_upload_bytes))
     return session.public_info()
 
 
-async def _reference(form: SessionForm, limit: int) -> tuple[bytes | None, str | None]:
-    """The reference image's bytes and type, for the replica (which checks it as the single server does; the type here,
-    before a slot is taken)."""
-    if form.reference is None:
-        return None, None
-    check_image_type(form.reference.content_type)
-    return await form.reference.read(limit + 1), form.reference.content_type
+async def _request(form: SessionForm, model: str, limit: int, **more: Any) -> OpenRequest:
+    """The form as the replica takes it. The model options and the reference image's type are checked here, before a slot
+    is taken; the replica checks everything as the single server does."""
+    options = parse_model_options(options_class(model), form.model_options)
+    image = kind = None
+    if form.reference is not None:
+        check_image_type(form.reference.content_type)
+        image, kind = await form.reference.read(limit + 1), form.reference.content_type
+    return OpenRequest(
+        identity=form.identity,
+        model_options=json.dumps(options.to_json()),
+        prompt=form.prompt,
+        seed=form.seed,
+        outputs=form.outputs.model_dump_json(),
+        reference=image,
+        reference_type=kind,
+        **more,
+    )
 
 
 @router.get("/{sid}", response_model=FleetSessionInfo, responses=ERRORS, summary="Status, figures and placement of a session")
@@ -96,20 +108,7 @@ async def create_job(
     """On a free replica, as a session is; its MP4 is served by that replica (``links.video``). A job whose replica is lost
     fails: submit it again."""
     limit = fleet.settings.serve.max_upload_bytes
-    image, kind = await _reference(form, limit)
-    request = OpenRequest(
-        form.identity,
-        form.avatar,
-        form.prompt,
-        form.seed,
-        form.outputs.model_dump_json(),
-        image,
-        kind,
-        None,
-        "batch",
-        await audio.read(limit + 1),
-        audio.content_type,
-    )
+    request = await _request(form, fleet.settings.serve.model, limit, mode="batch", audio=await audio.read(limit + 1), audio_type=audio.content_type)
     return (await fleet.open(request)).public_info()
 
 
@@ -157,7 +156,7 @@ def create_fleet_app(state: Fleet) -> FastAPI:
     add_handlers(app)
     app.include_router(router)
     app.include_router(jobs)
-    openapi.install(app)
+    openapi.install(app, options_class(state.settings.serve.model), state.settings.serve.model)
     app.include_router(api_audio.router)
 
     @app.get("/healthz", response_model=FleetHealth, tags=["server"], summary="Liveness, slots and whether a token is needed")

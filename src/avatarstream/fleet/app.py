@@ -74,11 +74,15 @@ def build_app(settings: FleetSettings) -> Application:
 
 
 class FleetArgs(BaseModel):
-    """The ``args`` of a Serve config file (or ``serve run ... key=value``); the token comes from AVATARSTREAM_TOKEN."""
+    """The ``args`` of a Serve config file (or ``serve run ... key=value``); the token comes from AVATARSTREAM_TOKEN.
 
-    model_config = ConfigDict(extra="forbid")
-    model: str = "demo"
+    ``model`` names a registered family (required); ``model_options`` are its own options, as ``avatarstream families``
+    and ``serve --model NAME --help`` list them (keys as the API's ``model_options`` takes them)."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    model: str
     weights: Path | None = None
+    model_options: dict[str, Any] = {}
     device: str = "auto"
     min_replicas: int = 1
     max_replicas: int = 1
@@ -95,7 +99,12 @@ def app_builder(args: dict[str, Any]) -> Application:
 
     parsed = FleetArgs.model_validate(args)
     serve_settings = ServeSettings(
-        token=os.environ.get("AVATARSTREAM_TOKEN"), model=parsed.model, weights=parsed.weights, device=parsed.device, idle_timeout_s=parsed.idle_timeout_s
+        token=os.environ.get("AVATARSTREAM_TOKEN"),
+        model=parsed.model,
+        weights=parsed.weights,
+        model_options=parsed.model_options,
+        device=parsed.device,
+        idle_timeout_s=parsed.idle_timeout_s,
     )
-    fields = parsed.model_dump(exclude={"model", "weights", "device", "idle_timeout_s"})
+    fields = parsed.model_dump(exclude={"model", "weights", "model_options", "device", "idle_timeout_s"})
     return build_app(FleetSettings(serve=serve_settings, **fields))

@@ -60,8 +60,9 @@ class LocalFleet:
 
 
 @contextlib.contextmanager
-def local_fleet(nodes: int, replicas: int, token: str | None = None, model: str = "demo-tiny", **serve_changes: Any) -> Iterator[LocalFleet]:
-    """A head node (the ingress, Serve's controller and proxy; no slots) and ``nodes`` nodes of one CPU: one slot each."""
+def local_fleet(nodes: int, replicas: int, *, model: str, token: str | None = None, **serve_changes: Any) -> Iterator[LocalFleet]:
+    """A head node (the ingress, Serve's controller and proxy; no slots) and ``nodes`` nodes of one CPU: one slot each, running
+    ``model`` (a registered family's name) with ``serve_changes`` to its ServeSettings (``model_options``, limits ...)."""
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False, "_system_config": FAST_FAILURE_DETECTION})
     try:
         workers = [cluster.add_node(num_cpus=1) for _ in range(nodes)]

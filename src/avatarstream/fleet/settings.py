@@ -14,7 +14,7 @@ class FleetSettings:
     fleet's entry). Replicas scale between ``min_replicas`` and ``max_replicas`` so that about ``target_busy`` of the slots
     are busy; ``replica_host`` is where each replica's own server (its video) listens: ``auto`` is its node's address."""
 
-    serve: ServeSettings = ServeSettings()
+    serve: ServeSettings
     min_replicas: int = 1
     max_replicas: int = 1
     target_busy: float = 0.8

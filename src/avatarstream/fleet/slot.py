@@ -25,7 +25,7 @@ from fastapi import UploadFile
 from ray import serve
 from starlette.datastructures import Headers
 
-from avatarstream.serve.api_sessions import open_session, parse_outputs
+from avatarstream.serve.api_sessions import SessionForm, open_session, parse_outputs
 from avatarstream.serve.app import create_app
 from avatarstream.serve.context import ServerContext
 from avatarstream.serve.problems import NotFound
@@ -39,8 +39,8 @@ POLL_S = 0.05  # how often the slot looks for a newer state (a chunk takes far l
 class OpenRequest:
     """A session as the client asked for it (kept by the ingress, so it can be asked for again elsewhere), and where to resume."""
 
-    identity: str = "demo"
-    avatar: int | None = None
+    identity: str = "default"
+    model_options: str = "{}"  # a JSON object of the model's options, checked by the ingress (and again by the replica)
     prompt: str = ""
     seed: int = 0
     outputs: str = "{}"
@@ -107,21 +107,8 @@ class SessionSlot:
     async def _start(self, request: OpenRequest) -> Session:
         upload = _upload(request.reference, "reference", request.reference_type)
         audio = _upload(request.audio, "audio", request.audio_type)
-        outputs = parse_outputs(request.outputs)
-        live = request.mode == "live"
-        return await open_session(
-            self.context,
-            request.mode,
-            request.identity,
-            upload,
-            request.avatar,
-            request.prompt,
-            request.seed,
-            outputs,
-            audio,
-            resume=request.resume,
-            saving=live,
-        )
+        form = SessionForm(request.identity, upload, request.model_options, request.prompt, request.seed, parse_outputs(request.outputs))
+        return await open_session(self.context, request.mode, form, audio, resume=request.resume, saving=request.mode == "live")
 
     def _report(self, kind: Literal["opened", "saved", "ended"], session: Session, saved: SavedSession | None = None) -> SlotReport:
         try:

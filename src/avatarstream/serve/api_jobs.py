@@ -19,7 +19,7 @@ async def create_job(
     server: Server, audio: Annotated[UploadFile, File(description=JOB_AUDIO_HELP)], form: Annotated[SessionForm, Depends(job_form)]
 ) -> SessionInfo:
     """Counts as a session while it runs; its MP4 stays downloadable until the result TTL or DELETE."""
-    job = await open_session(server, "batch", form.identity, form.reference, form.avatar, form.prompt, form.seed, form.outputs, audio)
+    job = await open_session(server, "batch", form, audio)
     return job.info()
 
 

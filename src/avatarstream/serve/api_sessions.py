@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
@@ -15,6 +16,8 @@ from starlette.datastructures import UploadFile as StarletteUpload
 from avatarstream.errors import InputError
 from avatarstream.serve.audio_input import ClipSegment
 from avatarstream.serve.context import Blocking, Server, ServerContext, authorized, form_body
+from avatarstream.serve.model_options import FIELD_HELP as MODEL_OPTIONS_HELP
+from avatarstream.serve.model_options import MAX_TEXT as MODEL_OPTIONS_MAX
 from avatarstream.serve.problems import Conflict, NotFound
 from avatarstream.serve.schemas import AudioQueued, Interrupted, Outputs, Problem, SessionInfo
 from avatarstream.serve.session import Mode, SavedSession, Session
@@ -24,9 +27,11 @@ router = APIRouter(prefix="/sessions", tags=["live sessions"], dependencies=[Dep
 HLS_NAME = re.compile(r"index\.m3u8|init\.mp4|seg\d{5}\.m4s")
 HLS_TYPES = {".m3u8": "application/vnd.apple.mpegurl", ".mp4": "video/mp4", ".m4s": "video/iso.segment"}
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404, 413, 415, 422, 503)}
-IDENTITY_HELP = "demo: the model's default avatar (the one `avatarstream render` uses), when neither reference nor avatar is given"
+IDENTITY_HELP = (
+    "default: the model's default avatar (the one `avatarstream render` uses without --reference), when no reference is uploaded; "
+    "a model's request options (model_options) may choose another"
+)
 JOB_AUDIO_HELP = "driving audio: WAV, MP3, FLAC or OGG"
-AVATAR_HELP = "procedural identity SEED, as `render --avatar SEED` (what the demo weights were trained on)"
 
 
 #: The body of an audio upload: a form with the file in ``audio``, or the file itself (FastAPI cannot infer either).
@@ -57,12 +62,7 @@ def parse_outputs(text: str) -> Outputs:
 async def open_session(
     server: ServerContext,
     mode: Mode,
-    identity: str,
-    reference: UploadFile | None,
-    avatar: int | None,
-    prompt: str,
-    seed: int,
-    outputs: Outputs,
+    form: SessionForm,
     audio: UploadFile | None = None,
     *,
     resume: SavedSession | None = None,
@@ -70,24 +70,31 @@ async def open_session(
 ) -> Session:
     """Admit, read the inputs into the new session's folder, start the run (shared by live sessions, jobs and a fleet's slots).
 
-    A batch job always writes its MP4, and its outputs say so. ``resume`` and ``saving``: see ``SessionManager.start``."""
-    if seed < 0:
-        raise InputError(f"seed must be 0 or more, got {seed}")
-    if mode == "batch":
-        outputs = outputs.model_copy(update={"file": True})
+    The session's ``model_options`` are merged over the server's; options of scope build that differ from the server's
+    give it a pipeline of its own (pipelines.py). A batch job always writes its MP4, and its outputs say so. ``resume`` and
+    ``saving``: see ``SessionManager.start``."""
+    if form.seed < 0:
+        raise InputError(f"seed must be 0 or more, got {form.seed}")
+    outputs = form.outputs.model_copy(update={"file": True}) if mode == "batch" else form.outputs
+    pipelines = server.engine.pipelines
+    options = pipelines.session_options(form.model_options)  # a bad option is refused before a slot is taken
     manager = server.manager
     folder = manager.reserve()
-    source = None
+    built = source = None
     try:
-        image = await server.blocking(reference_image, identity, reference, avatar, folder, server.reference, server.settings.max_upload_bytes)
+        built = await server.blocking(pipelines.acquire, options)
+        make = partial(pipelines.reference, built, options=options)
+        image = await server.blocking(reference_image, form.identity, form.reference, folder, make, server.settings.max_upload_bytes)
         if audio is not None:
             check_audio_type(audio.content_type)
             path = await server.blocking(save_upload, audio, folder, server.settings.max_upload_bytes)
             source = await server.blocking(open_upload_audio, path)
     except BaseException:
+        if built is not None:
+            pipelines.release(built)
         manager.release(folder)
         raise
-    return manager.start(mode, folder, outputs, image, prompt, seed, source, resume=resume, saving=saving)
+    return manager.start(mode, folder, outputs, built, image, form.prompt, form.seed, source, resume=resume, saving=saving)
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,7 @@ class SessionForm:
 
     identity: str
     reference: UploadFile | None
-    avatar: int | None
+    model_options: str  # a JSON object, checked against the model's options when the session opens
     prompt: str
     seed: int
     outputs: Outputs
@@ -107,21 +114,21 @@ class _Who(NamedTuple):
 
     identity: str
     reference: UploadFile | None
-    avatar: int | None
+    model_options: str
     prompt: str
     seed: int
 
 
 def _who_form(
-    identity: Annotated[str, Form(description=IDENTITY_HELP)] = "demo",
+    identity: Annotated[str, Form(description=IDENTITY_HELP)] = "default",
     reference: Annotated[UploadFile | None, File(description="reference image (PNG/JPEG), centre-cropped")] = None,
-    avatar: Annotated[int | None, Form(ge=0, description=AVATAR_HELP)] = None,
+    model_options: Annotated[str, Form(max_length=MODEL_OPTIONS_MAX, description=MODEL_OPTIONS_HELP)] = "{}",
     prompt: Annotated[str, Form(max_length=2000)] = "",
     seed: Annotated[int, Form()] = 0,
 ) -> _Who:
     if seed < 0:
         raise InputError(f"seed must be 0 or more, got {seed}")
-    return _Who(identity, reference, avatar, prompt, seed)
+    return _Who(identity, reference, model_options, prompt, seed)
 
 
 def session_form(
@@ -141,7 +148,7 @@ def job_form(
 @router.post("", status_code=201, response_model=SessionInfo, responses=ERRORS, summary="Open a live session", dependencies=[Depends(form_body)])
 async def create_session(server: Server, form: Annotated[SessionForm, Depends(session_form)]) -> SessionInfo:
     """The avatar starts moving at once (idle) and speaks whatever audio arrives, until closed or idle too long."""
-    session = await open_session(server, "live", form.identity, form.reference, form.avatar, form.prompt, form.seed, form.outputs)
+    session = await open_session(server, "live", form)
     return session.info()
 
 

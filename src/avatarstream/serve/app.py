@@ -1,10 +1,12 @@
 """The FastAPI app: one model loaded once, shared by every session (DESIGN.md §2: a thin shell).
 
 ``create_app(settings)`` loads the model and returns the app; uvicorn (or a
-test) runs it. All sessions share one Pipeline: its stages are stateless and
+test) runs it. Sessions share one Pipeline: its stages are stateless and
 its modules are resident and in inference mode, so concurrent runs (one
 thread each, all state in the run) are safe; offloading policies, which move
-weights per stage, would not be, so the server never configures them.
+weights per stage, would not be, so the server never configures them. A
+session whose ``model_options`` change how chunks are generated runs on a
+pipeline of its own over the same modules (pipelines.py).
 Everything a session holds is freed when it ends; the app's registry of
 metrics, threads and work folder live as long as the app.
 """
@@ -30,10 +32,9 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.middleware.base import RequestResponseEndpoint
 
 from avatarstream.errors import AvatarStreamError, InputError
-from avatarstream.families import load_family
+from avatarstream.families.registry import load_family
 from avatarstream.families.base import Family
 from avatarstream.pipeline.pipeline import Pipeline
-from avatarstream.publish.settings import EncoderSettings
 from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.runtime.devices import resolve_device
 from avatarstream.serve import api_audio_ws, api_jobs, api_sessions, openapi
@@ -43,6 +44,7 @@ from avatarstream.serve.context import ServerContext, authorized, server
 from avatarstream.serve.limits import BodyLimit
 from avatarstream.serve.logs import event
 from avatarstream.serve.metrics import ServeMetrics
+from avatarstream.serve.pipelines import Pipelines
 from avatarstream.serve.problems import ServeError
 from avatarstream.serve.schemas import Health
 from avatarstream.serve.session import Engine
@@ -61,8 +63,9 @@ STATIC = {
 def load_pipeline(settings: ServeSettings, device: torch.device) -> tuple[Family, Pipeline]:
     """The model and the pipeline every session shares (every rank of a ``--nproc`` server builds the same)."""
     set_threads(settings.threads)
-    family = load_family(settings.model, settings.weights, dtype=settings.dtype, device=device, folders=settings.folders)
-    pipeline = family.build(device, settings.generation)
+    options = settings.family_options()
+    family = load_family(settings.model, settings.weights, options, device=device)
+    pipeline = family.build(device, options)
     pipeline.prepare()
     return family, pipeline
 
@@ -71,21 +74,18 @@ def create_app(settings: ServeSettings, device: torch.device | None = None) -> F
     """Load the model, build the shared pipeline and return the app (nothing listens yet); ``device``: this rank's, under torchrun."""
     device = resolve_device(settings.device) if device is None else device
     family, pipeline = load_pipeline(settings, device)
-    width, height = family.frame_size
-    _warm_up(pipeline, family.reference(None, None))
-    try:
-        encoder = EncoderSettings(width=width, height=height, fps=family.fps, preset=settings.preset)
-    except ValueError as err:
-        raise InputError(str(err)) from err
+    options = settings.family_options()
+    pipelines = Pipelines(family, device, options, pipeline, settings.preset, parallel=settings.processes > 1, retry_after_s=settings.retry_after_s)
+    _warm_up(pipeline, pipelines.reference(pipelines.shared, None, options))
     owns_work_dir = settings.work_dir is None
     work_dir = Path(tempfile.mkdtemp(prefix="avatarstream-serve-")) if settings.work_dir is None else Path(settings.work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=2 * settings.max_sessions + 4, thread_name_prefix="serve")
     manager: SessionManager
     metrics = ServeMetrics(lambda: manager.queued_audio_s)
-    engine = Engine(pipeline, metrics, executor)
-    manager = SessionManager(settings, engine, encoder, work_dir)
-    context = ServerContext(settings, engine, manager, TokenCheck(settings.token), family.reference)
+    engine = Engine(pipelines, metrics, executor)
+    manager = SessionManager(settings, engine, work_dir)
+    context = ServerContext(settings, engine, manager, TokenCheck(settings.token))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -114,7 +114,7 @@ def create_app(settings: ServeSettings, device: torch.device | None = None) -> F
     app.include_router(api_audio_ws.router)
     app.include_router(api_jobs.router)
     _add_basic_routes(app)
-    openapi.install(app)
+    openapi.install(app, type(options), settings.model)
     return app
 
 

@@ -14,7 +14,6 @@ from avatarstream.serve.problems import UnsupportedType
 from avatarstream.serve.session import Engine
 from avatarstream.serve.sessions import SessionManager
 from avatarstream.serve.settings import ServeSettings
-from avatarstream.serve.uploads import ReferenceMaker
 
 T = TypeVar("T")
 Blocking = Callable[..., Awaitable[Any]]  # runs file and codec work off the event loop: ServerContext.blocking, asyncio.to_thread
@@ -26,7 +25,6 @@ class ServerContext:
     engine: Engine
     manager: SessionManager
     auth: TokenCheck
-    reference: ReferenceMaker  # the family's: fits an upload, or makes the default / procedural avatar
 
     async def blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """Run file and codec work off the event loop, on the app's own threads."""

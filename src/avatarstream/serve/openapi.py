@@ -11,6 +11,8 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from avatarstream.families.options import FamilyOptions
+from avatarstream.serve.model_options import openapi_field
 from avatarstream.serve.ws_messages import CLIENT_MESSAGES, SERVER_EVENTS
 
 WEBSOCKET = (
@@ -27,9 +29,11 @@ SWAGGER_UI = resources.files("avatarstream.serve") / "static" / "swagger-ui"
 SWAGGER_FILES = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css", "favicon-32x32.png": "image/png"}
 
 
-def install(app: FastAPI) -> None:
-    """Make ``app.openapi()`` carry the WebSocket's description and message schemas, and serve /docs offline."""
+def install(app: FastAPI, options: type[FamilyOptions], model: str) -> None:
+    """Make ``app.openapi()`` carry the WebSocket's description and message schemas and the model's options (the
+    ``model_options`` form field of sessions and jobs), and serve /docs offline."""
     _add_docs_page(app)
+    model_options = openapi_field(options, model)
 
     def schema() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -37,8 +41,12 @@ def install(app: FastAPI) -> None:
             names = {kind: ", ".join(f"`{m.__name__}`" for m in models) for kind, models in (("client", CLIENT_MESSAGES), ("server", SERVER_EVENTS))}
             spec["info"]["description"] = WEBSOCKET.format(**names)
             components = spec.setdefault("components", {}).setdefault("schemas", {})
-            for model in (*CLIENT_MESSAGES, *SERVER_EVENTS):
-                components[model.__name__] = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            for message in (*CLIENT_MESSAGES, *SERVER_EVENTS):
+                components[message.__name__] = message.model_json_schema(ref_template="#/components/schemas/{model}")
+            for body in components.values():  # the forms of POST /sessions and POST /jobs
+                field = body.get("properties", {}).get("model_options")
+                if field is not None:
+                    field.update(model_options)
             app.openapi_schema = spec
         return app.openapi_schema
 

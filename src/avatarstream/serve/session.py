@@ -28,6 +28,7 @@ from avatarstream.serve.live_audio import Interruption, LiveAudio
 from avatarstream.serve.logs import event
 from avatarstream.serve.metrics import FrameRate, ServeMetrics
 from avatarstream.serve.outputs import SessionOutputs
+from avatarstream.serve.pipelines import Built, Pipelines
 from avatarstream.serve.schemas import Outputs, SessionInfo, Stats
 from avatarstream.serve.ws_messages import ErrorEvent, FramesEvent, InterruptedEvent
 from avatarstream.sources.pcm import PcmBlock
@@ -46,9 +47,9 @@ class SavedSession:
 
 @dataclass
 class Engine:
-    """What every session shares: the pipeline (stateless stages over read-only modules), metrics, threads."""
+    """What every session shares: the pipelines (stateless stages over read-only modules), metrics, threads."""
 
-    pipeline: Pipeline
+    pipelines: Pipelines
     metrics: ServeMetrics
     executor: concurrent.futures.ThreadPoolExecutor
 
@@ -61,6 +62,7 @@ class Session:
         sid: str,
         mode: Mode,
         engine: Engine,
+        built: Built,
         folder: Path,
         spec: Outputs,
         outputs: SessionOutputs,
@@ -77,6 +79,7 @@ class Session:
         self.log_id = hashlib.sha256(sid.encode()).hexdigest()[:10]  # follows a session through the logs; reveals nothing of its id
         self.mode = mode
         self.engine = engine
+        self.built = built  # its pipeline (the shared one unless its model_options change how chunks are generated)
         self.folder = folder
         self.spec = spec
         self.outputs = outputs
@@ -111,7 +114,7 @@ class Session:
 
     async def run(self) -> None:
         """Stream frames from the pipeline into the publisher until the audio ends or ``stop()``."""
-        pipeline = self.engine.pipeline
+        pipeline = self.pipeline
         try:
             observers: list[RunObserver] = [_ChunkTimer(self), *([_StateKeeper(self)] if self.saving else [])]
             resume = None if self.resume is None else self.resume.state
@@ -134,6 +137,10 @@ class Session:
         except Exception as err:
             logging.getLogger(__name__).exception("session %s failed", self.log_id)
             self._fail(f"internal error ({type(err).__name__}); the server log has the details")
+
+    @property
+    def pipeline(self) -> Pipeline:
+        return self.built.pipeline
 
     def _own_stream(self, chunk: MediaChunk) -> MediaChunk:
         """The chunk as this session's encoder counts: a resumed session's outputs are new streams that start at 0, while its
@@ -223,7 +230,7 @@ class Session:
     # -- reporting --------------------------------------------------------------------------------
 
     def info(self) -> SessionInfo:
-        fps = self.engine.pipeline.fps
+        fps = self.pipeline.fps
         base = f"/{'sessions' if self.mode == 'live' else 'jobs'}/{self.id}"
         links = {"self": base}
         if self.mode == "live":

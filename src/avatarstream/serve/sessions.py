@@ -16,12 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
+from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.publish.publisher import Publisher
-from avatarstream.publish.settings import EncoderSettings
 from avatarstream.runtime.allocator import release_free_memory
 from avatarstream.serve.live_audio import LiveAudio
 from avatarstream.serve.logs import event
 from avatarstream.serve.outputs import build_outputs
+from avatarstream.serve.pipelines import Built
 from avatarstream.serve.problems import Busy, NotFound
 from avatarstream.serve.schemas import Outputs, SessionInfo
 from avatarstream.serve.session import Engine, Mode, SavedSession, Session
@@ -46,10 +47,9 @@ class Ended:
 class SessionManager:
     """Holds the running sessions (bounded by ``max_sessions``) and the records of ended ones."""
 
-    def __init__(self, settings: ServeSettings, engine: Engine, encoder: EncoderSettings, work_dir: Path) -> None:
+    def __init__(self, settings: ServeSettings, engine: Engine, work_dir: Path) -> None:
         self.settings = settings
         self.engine = engine
-        self.encoder = encoder
         self.work_dir = work_dir
         self.active: dict[str, Session] = {}
         self.ended: OrderedDict[str, Ended] = OrderedDict()
@@ -80,6 +80,7 @@ class SessionManager:
         mode: Mode,
         folder: Path,
         spec: Outputs,
+        built: Built,
         reference: np.ndarray,
         prompt: str,
         seed: int,
@@ -88,13 +89,14 @@ class SessionManager:
         resume: SavedSession | None = None,
         saving: bool = False,
     ) -> Session:
-        """Open outputs and start the run in a reserved slot; on failure the slot and folder are freed.
+        """Open outputs and start the run on ``built``'s pipeline in a reserved slot; on failure the slot, the folder and
+        ``built`` (acquired from the engine's pipelines) are freed.
 
         ``resume`` carries a saved live session on; ``saving`` keeps its resumable state after every chunk (a fleet's replica)."""
         try:
             outputs = build_outputs(spec, folder, live=mode == "live")
             try:
-                publisher = Publisher(self.encoder, outputs.sinks)
+                publisher = Publisher(built.encoder, outputs.sinks)
             except BaseException:
                 if outputs.webrtc is not None:
                     outputs.webrtc.close()
@@ -102,14 +104,15 @@ class SessionManager:
         except BaseException:
             if audio is not None:
                 audio.close()
+            self.engine.pipelines.release(built)
             self.release(folder)
             raise
         self._reserved -= 1
         sid = secrets.token_urlsafe(18)
-        source = self._audio(mode, audio)
+        source = self._audio(mode, audio, built.pipeline)
         if resume is not None and isinstance(source, LiveAudio):
             source.resume_at(resume.state.audio.input_samples, resume.speech_done)
-        session = Session(sid, mode, self.engine, folder, spec, outputs, publisher, source, reference, prompt, seed, resume=resume, saving=saving)
+        session = Session(sid, mode, self.engine, built, folder, spec, outputs, publisher, source, reference, prompt, seed, resume=resume, saving=saving)
         self.active[sid] = session
         session.task = asyncio.get_running_loop().create_task(self._run(session))
         self.engine.metrics.started.labels(mode).inc()
@@ -117,12 +120,12 @@ class SessionManager:
         event("session opened", session=session.log_id, mode=mode, outputs=spec.model_dump(exclude_none=True, exclude={"rtmp", "kvs"}))
         return session
 
-    def _audio(self, mode: Mode, audio: AudioFileSource | None) -> AsyncIterable[PcmBlock]:
+    def _audio(self, mode: Mode, audio: AudioFileSource | None, pipeline: Pipeline) -> AsyncIterable[PcmBlock]:
         if mode == "batch":
             assert audio is not None
             return _file_blocks(audio)
-        fps = self.engine.pipeline.fps
-        lookahead = self.settings.lookahead_s or self.engine.pipeline.chunk_seconds
+        fps = pipeline.fps
+        lookahead = self.settings.lookahead_s or pipeline.chunk_seconds
         return LiveAudio(fps=fps, lookahead_s=lookahead, max_queued_s=self.settings.max_queued_audio_s, on_underrun=self.engine.metrics.underruns.inc)
 
     # -- lookup -----------------------------------------------------------------------------------
@@ -191,6 +194,7 @@ class SessionManager:
             reports = []
             session.error = session.error or f"an output could not be finalized: {err}"
         del self.active[session.id]
+        self.engine.pipelines.release(session.built)
         release_free_memory()  # the session's buffers, freed just now, leave the server's RSS
         if session.state == "running":  # only now: a session that reads done or closed holds nothing any more
             session.state = "done" if session.completed else "closed"

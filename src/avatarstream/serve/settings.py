@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from avatarstream.errors import InputError
-from avatarstream.families.options import GenerationOptions
+from avatarstream.families.options import FamilyOptions
+from avatarstream.families.registry import options_class
 
 
 @dataclass(frozen=True)
@@ -21,17 +24,20 @@ class ServeSettings:
     one thread per session avoids oversubscription). ``work_dir`` holds per-session folders the server names
     itself (None: a fresh temporary folder). ``processes`` > 1 (``--nproc``)
     splits every session over that many processes, so they hold one session at a time.
+
+    ``model`` is a registered family's name (required: the command line has the
+    default) and ``model_options`` its own options as a JSON-like mapping, checked
+    by the family's options dataclass here, before anything loads or listens;
+    a session's ``model_options`` are merged over them.
     """
 
     host: str = "127.0.0.1"
     port: int = 8000
     token: str | None = None
-    model: str = "demo"
+    model: str = field(kw_only=True)
     weights: Path | None = None
-    folders: dict[str, Path] = field(default_factory=dict)  # infinitetalk's download folders, named one by one
-    dtype: str | None = None
+    model_options: Mapping[str, Any] = field(default_factory=dict)  # the family's options (FamilyOptions.to_json())
     device: str = "auto"
-    generation: GenerationOptions = GenerationOptions()  # chunking, steps, preset ...: the family checks them
     max_sessions: int = 4
     idle_timeout_s: float = 300.0
     max_upload_bytes: int = 50 * 2**20
@@ -69,6 +75,11 @@ class ServeSettings:
             )
         if self.lookahead_s is not None and not self.lookahead_s > 0:
             raise InputError(f"lookahead must be positive, got {self.lookahead_s}")
+        self.family_options()  # an unknown model or option, or a value out of range, is refused before anything loads
+
+    def family_options(self) -> FamilyOptions:
+        """``model_options`` as the family's options dataclass (an InputError names a bad option and its range)."""
+        return options_class(self.model).parse(self.model_options)
 
 
 def is_loopback(host: str) -> bool:

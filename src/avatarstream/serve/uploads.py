@@ -19,10 +19,11 @@ from avatarstream.serve.limits import too_large_message
 from avatarstream.serve.problems import TooLarge, UnsupportedType
 from avatarstream.sources.audio_file import AudioFileSource, open_audio_file
 
-#: Identities a client may name instead of uploading a reference image: the model's default avatar (the one ``render`` uses).
-IDENTITIES = ("demo",)
-#: The family's reference maker: (image path or None for its default, procedural seed or None) -> uint8 RGB.
-ReferenceMaker = Callable[[Path | None, int | None], np.ndarray]
+#: Identities a client may name instead of uploading a reference image: the model's default avatar (the one ``render`` uses
+#: without a reference; a family's request options, ``model_options``, may choose another).
+IDENTITIES = ("default",)
+#: The family's reference maker for one session: image path, or None for its default -> uint8 RGB.
+ReferenceMaker = Callable[[Path | None], np.ndarray]
 AUDIO_TYPES = ("audio/wav", "audio/mpeg", "audio/flac", "audio/ogg")  # what the schema names; any audio/* is taken
 
 
@@ -73,18 +74,17 @@ def save_upload(upload: UploadFile, folder: Path, max_bytes: int) -> Path:
     return path
 
 
-def reference_image(identity: str, upload: UploadFile | None, avatar: int | None, folder: Path, make: ReferenceMaker, max_bytes: int) -> np.ndarray:
-    """The uploaded reference, the procedural avatar SEED or the named identity, fitted by the family (blocking)."""
+def reference_image(identity: str, upload: UploadFile | None, folder: Path, make: ReferenceMaker, max_bytes: int) -> np.ndarray:
+    """The uploaded reference or the named identity, fitted by the family (blocking). The session's request options reach
+    ``make``: an option that picks an identity as well as an upload is the family's to refuse."""
     if upload is None:
         if identity not in IDENTITIES:
-            raise InputError(f"unknown identity {identity!r}; use one of: {', '.join(IDENTITIES)}, avatar=SEED, or upload a reference image")
-        return make(None, avatar)
-    if avatar is not None:
-        raise InputError("give either a reference image or avatar=SEED, not both")
+            raise InputError(f"unknown identity {identity!r}; use one of: {', '.join(IDENTITIES)}, or upload a reference image")
+        return make(None)
     check_image_type(upload.content_type)
     path = save_upload(upload, folder, max_bytes)
     try:
-        return make(path, None)
+        return make(path)
     except InputError as err:
         raise InputError(str(err).replace(str(path), "the uploaded reference")) from err
     finally:

@@ -1,4 +1,4 @@
-// The demo page: open a session, play its HLS stream, speak a file or the microphone into it.
+// The page at /: open a session, play its HLS stream, speak a file or the microphone into it.
 // window.avatarPage holds what the page shows, so a test reads the same numbers a person sees.
 "use strict";
 
@@ -114,7 +114,7 @@ async function start() {
   clearError();
   try {
     const form = new FormData();
-    form.append("identity", "demo");
+    form.append("identity", "default");
     form.append("outputs", JSON.stringify({ hls: true }));
     const info = await api("POST", "/sessions", form);
     ownSession = true;
