@@ -15,15 +15,15 @@ import torch
 from transformers import Wav2Vec2Model
 
 from avatarstream.models.infinitetalk.audio_features import SAMPLE_RATE, audio_windows, loudness_normalize, wav2vec2_features
-from avatarstream.pipeline.chunks import ChunkPlan
 from avatarstream.pipeline.pipeline import AudioWindow
+from avatarstream.pipeline.plan import Plan, schedule
 from avatarstream.runtime.module import Module
 from avatarstream.sources.audio_timeline import SampleTrack
 from avatarstream.stages.infinitetalk.context import WanAudioContextStage
 
 
 def window_errors(
-    audio_encoder: Module, stage_like: WanAudioContextStage, plan: ChunkPlan, waveform: np.ndarray, spans: Sequence[tuple[float, int]], fps: int = 25
+    audio_encoder: Module, stage_like: WanAudioContextStage, plan: Plan, waveform: np.ndarray, spans: Sequence[tuple[float, int]], fps: int = 25
 ) -> dict[tuple[float, int], dict[str, float]]:
     """Per (window seconds, look-ahead frames): max and mean absolute difference to whole-file features, and the mean relative to their scale."""
     samples_per_frame = SAMPLE_RATE // fps
@@ -39,7 +39,7 @@ def window_errors(
         for window_s, lookahead in spans:
             stage = WanAudioContextStage(audio_encoder, stage_like.frames, stage_like.latent_shape, fps=fps, window_s=window_s, lookahead_frames=lookahead)
             worst, mean, count = 0.0, 0.0, 0
-            for chunk in plan.schedule(stage.frames.timeline_frames(total)):
+            for chunk in schedule(plan, stage.frames.timeline_frames(total)):
                 if chunk.kind != "N":
                     continue
                 first, end = stage.frames.window_video_range(chunk.window_start, chunk.window_end)

@@ -1,21 +1,24 @@
-"""The N/I chunk plan: execution order and timeline arithmetic (DESIGN.md §4).
+"""Chunks on the timeline, the N/I chunk plan and the timeline-to-video frame layout (DESIGN.md §4).
 
-N-chunks make the primary timeline; I-chunks regenerate the first ``a`` frames
-of every N-chunk after the first, anchored on the last frame of the previous
-N-chunk and on frame ``a`` of the next one, so seams are smoothed. Everything
-here is pure integer arithmetic on timeline frame indices so it can be tested
-exhaustively and reused by any model family.
+A ``Chunk`` is one model call and the pieces of output it makes final; which
+chunks run, in which order, is a plan's business (``pipeline.plan.Plan``).
+``ChunkPlan`` is the plan of the N/I families: N-chunks make the primary
+timeline; I-chunks regenerate the first ``a`` frames of every N-chunk after
+the first, anchored on the last frame of the previous N-chunk and on frame
+``a`` of the next one, so seams are smoothed. Everything here is pure integer
+arithmetic on timeline frame indices so it can be tested exhaustively and
+reused by any model family.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
 
 from avatarstream.errors import InputError
 
-ChunkKind = Literal["N", "I"]
+#: A chunk's name in its plan: (kind, index); the kind is a label the plan chooses.
+ChunkKey = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ class Piece:
     position of the first frame inside that chunk's generated window.
     """
 
-    source: tuple[ChunkKind, int]
+    source: ChunkKey
     offset: int
     start: int
     end: int
@@ -45,16 +48,21 @@ class Chunk:
 
     The generated window is ``[window_start, window_start + window_frames)``;
     positions listed in ``cond_positions`` hold conditioning frames (motion
-    frames or anchors) whose predictions are discarded.
+    frames or anchors) whose predictions are discarded. The loop fills them
+    from held latents, except in the plan's first chunk, whose stages condition
+    on the reference. ``held``: the loop keeps this chunk's latents for later
+    chunks' conditioning and for pieces published later (the plan's
+    ``max_held`` bounds how many).
     """
 
-    kind: ChunkKind
+    kind: str
     index: int
     window_start: int
     window_frames: int
     cond_positions: tuple[int, ...]
     contributes: tuple[int, int]
     publishes: tuple[Piece, ...]
+    held: bool
 
     @property
     def window_end(self) -> int:
@@ -64,6 +72,10 @@ class Chunk:
     def cond_frames(self) -> tuple[int, ...]:
         """Timeline indices of the conditioning frames, in window order."""
         return tuple(self.window_start + p for p in self.cond_positions)
+
+    @property
+    def key(self) -> ChunkKey:
+        return (self.kind, self.index)
 
     @property
     def name(self) -> str:
@@ -120,12 +132,12 @@ class ChunkPlan:
         start = k * L + self.offset
         if k == 0 and self.first_cond is not None:
             piece = Piece(("N", 0), 0, 0, start + L)
-            return Chunk("N", 0, 0, m + L, tuple(range(self.first_cond)), (0, start + L), (piece,))
+            return Chunk("N", 0, 0, m + L, tuple(range(self.first_cond)), (0, start + L), (piece,), held=True)
         own_from = a if (self.interpolates and k > 0) else 0
         contributes = (start + own_from, start + L)
         piece = Piece(("N", k), m + own_from, *contributes)
         publishes = (piece,) if (k == 0 or not self.interpolates) else ()
-        return Chunk("N", k, start - m, m + L, tuple(range(m)), contributes, publishes)
+        return Chunk("N", k, start - m, m + L, tuple(range(m)), contributes, publishes, held=True)
 
     def i_chunk(self, k: int) -> Chunk:
         """I(k): the ``a`` frames after N(k), between the last frame of N(k) and frame ``a`` of N(k+1).
@@ -139,11 +151,32 @@ class ChunkPlan:
         contributes = (seam, seam + a)
         own = Piece(("I", k), 1, *contributes)
         released = self.n_chunk(k + 1).contributes
-        held = Piece(("N", k + 1), self.motion_frames + a, *released)
-        return Chunk("I", k, seam - 1, a + 2, (0, a + 1), contributes, (own, held))
+        waiting = Piece(("N", k + 1), self.motion_frames + a, *released)
+        return Chunk("I", k, seam - 1, a + 2, (0, a + 1), contributes, (own, waiting), held=False)
+
+    @property
+    def max_held(self) -> int:
+        """N-chunks whose latents the loop keeps: the one conditioning the next chunk, and with I-chunks the one waiting for its I-chunk."""
+        return 2 if self.interpolates else 1
 
     def first(self) -> Chunk:
         return self.n_chunk(0)
+
+    def chunk(self, key: ChunkKey) -> Chunk:
+        """The chunk named ``key`` (("N", k) or ("I", k)), as a resumed run rebuilds it."""
+        kind, index = key
+        if index < 0:
+            raise ValueError(f"chunk indices start at 0, got {kind}{index}")
+        if kind == "N":
+            return self.n_chunk(index)
+        if kind == "I":
+            return self.i_chunk(index)
+        raise ValueError(f"this plan has N- and I-chunks, not {kind!r}")
+
+    def steady_frames(self) -> tuple[int, int]:
+        """The timeline frames N1 adds (its own frames): what every N-chunk after the first adds."""
+        second = self.n_chunk(1)
+        return second.window_start + self.motion_frames, second.window_end
 
     def next_after(self, chunk: Chunk) -> Chunk:
         """The chunk executed after ``chunk``: N0, N1, I0, N2, I1, N3, I2, ..."""

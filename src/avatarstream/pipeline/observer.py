@@ -25,19 +25,26 @@ class StageSpan:
 
 @dataclass(frozen=True)
 class ChunkDone:
-    """One executed chunk and the frames it contributed to the published timeline."""
+    """One executed chunk and the frames it contributed to the published timeline.
+
+    ``resumable_bytes``: what the run's resumable state at the boundary after
+    this chunk weighs, weighed (not copied) on every run, taken or not.
+    """
 
     chunk: Chunk
     timeline: tuple[int, int]
     start_s: float
     end_s: float
+    resumable_bytes: int = 0
 
 
 class RunObserver:
     """Override what you need; every hook is optional.
 
-    ``on_resumable`` is called after every chunk, only for observers that set ``wants_resumable`` (taking the state copies
-    the run's latents and caches to the host)."""
+    ``on_resumable`` gets the state at each chunk boundary once the frames before the boundary were yielded, only for
+    observers that set ``wants_resumable`` (taking the state copies the held latents and what the stages need to resume to
+    the host). It is called on the thread that iterates the run; a boundary superseded by the next one before its frames
+    are out is skipped (the next one is handed on at the same moment)."""
 
     wants_resumable = False
 

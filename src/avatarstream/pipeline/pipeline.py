@@ -1,11 +1,11 @@
 """Pipeline: the execution graph and the chunk loop (DESIGN.md §3–5).
 
-Init stages run once per request; then, for every chunk of the plan (N0, N1,
-I0, N2, I1, ...), the chunk stages generate latents, and every stretch of
-latents that became final runs through the final stages (super-resolution,
-decode) and is yielded as frames with the audio that plays with them. Batch
-and streaming share this one loop: a file is just an audio source that never
-makes the loop wait.
+Init stages run once per request; then, for every chunk of the plan (the
+family's: ``pipeline.plan.Plan``), the chunk stages generate latents, and
+every stretch of latents that became final runs through the final stages
+(super-resolution, decode) and is yielded as frames with the audio that plays
+with them. Batch and streaming share this one loop: a file is just an audio
+source that never makes the loop wait.
 
 Several processes can run one session (``--parallel``): rank 0 calls
 ``stream`` and the others ``follow``. Rank 0 hands each run's inputs and audio
@@ -30,11 +30,12 @@ import torch
 
 from avatarstream.errors import InputError, PipelineGraphError
 from avatarstream.pipeline.aio import astream
-from avatarstream.pipeline.chunks import Chunk, ChunkPlan, FrameLayout, Piece
+from avatarstream.pipeline.chunks import Chunk, FrameLayout, Piece
 from avatarstream.pipeline.observer import ChunkDone, RunObserver, StageSpan
-from avatarstream.pipeline.resume import Resumable, to_device, to_host
+from avatarstream.pipeline.plan import Plan
+from avatarstream.pipeline.resume import Handover, Resumable, StageParts, nbytes_of, stage_parts, to_device, to_host
 from avatarstream.pipeline.stage import PHASES, Phase, Stage
-from avatarstream.pipeline.state import SessionState, StageContext
+from avatarstream.pipeline.state import HeldLatents, SessionState, StageContext
 from avatarstream.publish.media import MediaChunk
 from avatarstream.runtime.allocator import release_free_memory
 from avatarstream.runtime.devices import synchronize
@@ -85,7 +86,7 @@ class Pipeline:
     def __init__(
         self,
         stages: Sequence[Stage],
-        plan: ChunkPlan,
+        plan: Plan,
         runtime: Runtime,
         *,
         fps: int,
@@ -126,9 +127,8 @@ class Pipeline:
 
     @property
     def chunk_seconds(self) -> float:
-        """Seconds of video one N-chunk after the first adds to the timeline."""
-        second = self.plan.n_chunk(1)
-        first, end = self.frames.video_range(second.window_start + self.plan.motion_frames, second.window_end)
+        """Seconds of video one chunk in the steady state (after the first) adds to the timeline."""
+        first, end = self.frames.video_range(*self.plan.steady_frames())
         return (end - first) / self.fps
 
     @property
@@ -155,9 +155,9 @@ class Pipeline:
     ) -> Iterator[MediaChunk]:
         """Yield final frames with their audio as soon as they exist; audio may arrive live.
 
-        ``resume``: carry on a run from its state (observers that want it get one after every chunk); the audio is what
-        follows the state's, and the frames continue its timeline. With several processes only rank 0 calls it; the others
-        call ``follow``.
+        ``resume``: carry on a run from its state (observers that want it get one per chunk boundary, once the frames before
+        it are out); the audio is what follows the state's, and the frames continue its timeline. With several processes
+        only rank 0 calls it; the others call ``follow``.
         """
         groups = self.runtime.parallel
         if not groups.distributed:
@@ -215,13 +215,17 @@ class _Run:
         self.gate: LeadGate | FollowGate | DecodeGate | None = gate  # opens each chunk for the others (rank 0) or waits for it (followers)
         self.audio = audio
         self.observers = observers
-        self.session = SessionState(seed=seed)
+        self.session = SessionState(seed=seed, held=HeldLatents(pipeline.plan.max_held))
         self.timeline = AudioTimeline(pipeline.model_sample_rate, pipeline.output_sample_rate, pipeline.output_channels)
         self.window = AudioWindow(self.timeline.model_track, pipeline.model_sample_rate // pipeline.fps, pipeline.frames, _total_video_of(weakref.ref(self)))
         self.t0 = time.perf_counter()
         self.total_frames: int | None = None  # timeline frames, once the audio has ended
         self.total_video: int | None = None  # video frames: round(duration x fps)
         self._host_values: dict[str, Any] | None = None  # the init outputs as a resumable state holds them
+        self._values_bytes: int | None = None
+        self._first = pipeline.plan.first().key  # the chunk whose stages condition on the reference
+        self.savers = [obs for obs in observers if obs.wants_resumable]
+        self._final_bytes = 0  # what the final stages' resume parts weighed after they last ran (set where they run)
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
@@ -249,11 +253,10 @@ class _Run:
 
     def _run_init(self, reference_image: Any, prompt: str, after: Stage) -> None:
         self.session.values.update(reference_image=reference_image, prompt=prompt)
-        stages = self.p._by_phase["init"]
-        for stage, upcoming in zip(stages, (*stages[1:], after), strict=True):
+        for stage, upcoming in with_next(self.p._by_phase["init"], after):
             self._run_stage(stage, self.session.values, upcoming)
 
-    def _finalizer(self) -> FinalizeWorker[MediaChunk] | RemoteFinalizer | None:
+    def _finalizer(self) -> FinalizeWorker[_Done] | RemoteFinalizer | None:
         """Where final stages run: on the decode rank, on a worker thread (overlap), or inline (None)."""
         groups = self.p.runtime.parallel
         if isinstance(self.gate, LeadGate) and groups.layout.decode_rank is not None:
@@ -276,40 +279,68 @@ class _Run:
         for stretch in receive_stretches(groups.control, self.gate.run, groups.to_decoder, self.p.device):
             step: dict[str, Any] = {"latents": stretch.latents, "frames_range": stretch.frames_range}
             seconds = []
-            for stage, upcoming in zip(stages, (*stages[1:], stages[0]), strict=True):
+            for stage, upcoming in with_next(stages, stages[0]):
                 start = self.now()
                 self._run_stage(stage, step, upcoming, frames=stretch.frames_range)
                 seconds.append(self.now() - start)
             send_decoded(Decoded(step["frames"], seconds), groups.from_decoder, self.p.device)
 
     def _restore(self, state: Resumable) -> None:
-        """Put a saved run's values, latents, caches and audio in place of the init stages' work."""
-        device = self.p.device
-        self.session = SessionState(seed=state.seed, values=to_device(state.values, device), caches=to_device(state.caches, device))
-        for index, latents in sorted(state.held.items()):
-            self.session.held.put(self.p.plan.n_chunk(index), latents.to(device))
+        """Put a saved run's values, latents, stage caches and audio in place of the init stages' work."""
+        device, stages = self.p.device, {stage.name: stage for stage in self.p.stages}
+        unknown = sorted(set(state.caches) - set(stages))
+        if unknown:
+            raise InputError(
+                f"the saved state holds the caches of stages {unknown}, which this pipeline does not have: resume it with the pipeline that saved it"
+            )
+        self.session = SessionState(seed=state.seed, values=to_device(state.values, device), held=HeldLatents(self.p.plan.max_held))
+        for name, part in state.caches.items():
+            cache = stages[name].restore_cache(to_device(part, device))
+            if cache is not None:
+                self.session.caches[name] = cache
+        for key, latents in state.held.items():  # oldest first, as they were held
+            self.session.held.put(self.p.plan.chunk(key), latents.to(device))
         self.timeline.restore(state.audio)
         self._host_values = state.values
 
-    def _resumable(self, chunk: Chunk, next_publish: int) -> Resumable:
-        if self._host_values is None:  # the init outputs never change: copied to the host once
+    def _boundary(self, chunk: Chunk, next_publish: int) -> tuple[Resumable | None, int]:
+        """The state before ``chunk`` but for the final stages' parts (taken only when observers want it), and what the whole state weighs.
+
+        The init and chunk stages' parts are asked for here, on the loop thread; the final stages' where they run."""
+        early = stage_parts((*self.p._by_phase["init"], *self.p._by_phase["chunk"]), self.session.caches, take=bool(self.savers))
+        if self._values_bytes is None:  # the init outputs never change: weighed (and copied to the host) once
+            self._values_bytes = nbytes_of(self.session.values)
+        audio_bytes = sum(t.buffered * t.channels * 4 for t in (self.timeline.model_track, self.timeline.output_track))  # float32 samples
+        nbytes = self._values_bytes + self.session.held.nbytes() + early.nbytes + self._final_bytes + audio_bytes
+        if not self.savers:
+            return None, nbytes
+        if self._host_values is None:
             self._host_values = to_host(self.session.values)
-        return Resumable(
-            next_chunk=(chunk.kind, chunk.index),
+        state = Resumable(
+            next_chunk=chunk.key,
             next_publish=next_publish,
             published_frames=self.p.frames.video_range(0, next_publish)[1] if next_publish else 0,
             values=self._host_values,
-            held={index: to_host(latents) for index, latents in self.session.held.by_index().items()},
-            caches=to_host(self.session.caches),
+            held={key: to_host(latents) for key, latents in self.session.held.by_key().items()},
+            caches=early.parts or {},
             audio=self.timeline.snapshot(),
             seed=self.session.seed,
         )
+        return state, nbytes
 
-    def _chunk_loop(self, worker: FinalizeWorker[MediaChunk] | RemoteFinalizer | None, resume: Resumable | None) -> Iterator[MediaChunk]:
+    def _final_parts(self) -> StageParts:
+        """The final stages' resume parts as they stand (right after they ran); weighed always, taken when observers want states."""
+        parts = stage_parts(self.p._by_phase["final"], self.session.caches, take=bool(self.savers))
+        self._final_bytes = parts.nbytes
+        return parts
+
+    def _chunk_loop(self, worker: FinalizeWorker[_Done] | RemoteFinalizer | None, resume: Resumable | None) -> Iterator[MediaChunk]:
         plan = self.p.plan
-        chunk = plan.first() if resume is None else (plan.n_chunk if resume.next_chunk[0] == "N" else plan.i_chunk)(resume.next_chunk[1])
+        chunk = plan.first() if resume is None else plan.chunk(resume.next_chunk)
         next_publish = 0 if resume is None else resume.next_publish
-        savers = [obs for obs in self.observers if obs.wants_resumable]
+        final = self._final_parts()  # as the run starts: nothing, or what a resumed run restored
+        handover = Handover(self.savers, final) if self.savers else None  # states wait there for their frames
+        submitted = 0  # stretches handed to the final stages
         ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avatarstream-ahead") if self._reads_ahead(worker) else None
         prepared: tuple[Chunk, Future[dict[str, Any]]] | None = None
         try:
@@ -326,46 +357,45 @@ class _Run:
                 latents = self._generate(chunk, step, publishes=bool(pieces) and self._finishes)
                 for i, piece in enumerate(pieces if self._finishes else ()):
                     finish = self._finisher(chunk, latents, piece, more_follow=i + 1 < len(pieces))
+                    submitted += 1
                     if worker is None:
-                        yield self._emit(finish())
+                        yield from self._out(finish(), handover)
                     else:
                         worker.submit(finish)
                         # the very first frames are waited for: time to first frame beats overlap
-                        for media in worker.drain() if next_publish == 0 else worker.ready(block=True):
-                            yield self._emit(media)
+                        for done in worker.drain() if next_publish == 0 else worker.ready(block=True):
+                            yield from self._out(done, handover)
                     next_publish = piece.end
                 next_publish = pieces[-1].end if pieces else next_publish
                 start, end = self.p.frames.video_range(*chunk.contributes)
                 end = end if self.total_video is None else min(end, self.total_video)
-                timeline = (start, max(end, start))
-                for obs in self.observers:
-                    obs.on_chunk(ChunkDone(chunk, timeline, start_s, self.now()))
+                done_chunk, timeline, end_s = chunk, (start, max(end, start)), self.now()
                 chunk = self.p.plan.next_after(chunk)
                 if prepared is not None:
                     prepared[1].result()  # it reads the audio that is about to be trimmed
                 self._discard_audio(chunk, next_publish)
-                if savers:
-                    for media in worker.drain() if worker is not None else ():  # the state is whole only once its frames are out
-                        yield self._emit(media)
-                    state = self._resumable(chunk, next_publish)
-                    for obs in savers:
-                        obs.on_resumable(state)
+                # the state at this boundary: never waits for the final stages still running; it is handed on once they are out
+                state, nbytes = self._boundary(chunk, next_publish)
+                for obs in self.observers:
+                    obs.on_chunk(ChunkDone(done_chunk, timeline, start_s, end_s, nbytes))
+                if handover is not None and state is not None:
+                    handover.boundary(state, submitted)
                 release_free_memory()  # what this chunk freed leaves RSS now, whichever thread's arena holds it
             if worker is not None:
-                for media in worker.drain():
-                    yield self._emit(media)
+                for done in worker.drain():
+                    yield from self._out(done, handover)
         finally:
             if ahead is not None:
                 ahead.shutdown(wait=True, cancel_futures=True)
 
-    def _reads_ahead(self, worker: FinalizeWorker[MediaChunk] | RemoteFinalizer | None) -> bool:
+    def _reads_ahead(self, worker: FinalizeWorker[_Done] | RemoteFinalizer | None) -> bool:
         return worker is not None and self.p.read_ahead and bool(self.p._independent)
 
     def _prepare(self, chunk: Chunk) -> dict[str, Any]:
         """Run the chunk stages that need no earlier chunk's output (ContextGen: audio features, noise)."""
         step: dict[str, Any] = {"chunk": chunk, "audio": self.window}
         stages = self.p._independent
-        for stage, upcoming in zip(stages, (*stages[1:], self.p._by_phase["chunk"][len(stages)]), strict=True):
+        for stage, upcoming in with_next(stages, self.p._by_phase["chunk"][len(stages)]):
             self._run_stage(stage, step, upcoming, chunk=chunk)
         return step
 
@@ -398,20 +428,20 @@ class _Run:
 
     def _generate(self, chunk: Chunk, step: dict[str, Any], *, publishes: bool) -> torch.Tensor:
         """The chunk stages after ``_prepare``'s, now that the previous chunks' latents exist."""
-        first = chunk.kind == "N" and chunk.index == 0  # nothing generated yet: the stages condition on the reference
+        first = chunk.key == self._first  # nothing generated yet: the stages condition on the reference
         step["conditioning"] = None if first or not chunk.cond_positions else self.session.held.frames(chunk.cond_frames)
         stages = self.p._by_phase["chunk"][len(self.p._independent) :]
-        after = self.p._by_phase["final" if publishes else "chunk"][0]  # a held-back N-chunk goes straight to the next chunk
-        for stage, upcoming in zip(stages, (*stages[1:], after), strict=True):
+        after = self.p._by_phase["final" if publishes else "chunk"][0]  # a chunk publishing nothing yet goes straight to the next chunk
+        for stage, upcoming in with_next(stages, after):
             self._run_stage(stage, step, upcoming, chunk=chunk)
         latents: torch.Tensor = step["latents"]
-        if chunk.kind == "N":
+        if chunk.held:
             self.session.held.put(chunk, latents)
         return latents
 
     def _finisher(self, chunk: Chunk, latents: torch.Tensor, piece: Piece, *, more_follow: bool) -> _Finish:
         """Bind everything the final stages need now, so they can run later on another thread or rank."""
-        source = latents if piece.source == (chunk.kind, chunk.index) else self.session.held.latents_of(piece.source)
+        source = latents if piece.source == chunk.key else self.session.held.latents_of(piece.source)
         step: dict[str, Any] = {
             "latents": source[:, :, piece.offset : piece.offset + piece.end - piece.start],
             "frames_range": (piece.start, piece.end),
@@ -428,6 +458,12 @@ class _Run:
         for obs in self.observers:
             obs.on_frames(media.first_frame, media.num_frames, self.now())
         return media
+
+    def _out(self, done: _Done, handover: Handover | None) -> Iterator[MediaChunk]:
+        """Yield a finished stretch's frames; once they are taken, the states waiting for them may be whole."""
+        yield self._emit(done.media)
+        if handover is not None:
+            handover.stretch_out(done.final)
 
     def _discard_audio(self, next_chunk: Chunk, next_publish: int) -> None:
         """Drop audio that neither the next chunk's context nor pending output needs."""
@@ -455,6 +491,18 @@ class _Run:
             obs.on_stage(span)
 
 
+@dataclass(frozen=True)
+class _Done:
+    """A finished stretch: its frames, and the final stages' resume parts right after they made them."""
+
+    media: MediaChunk
+    final: StageParts
+
+
+#: The decode rank's final stages keep their caches there: a run split over processes is not resumed (``stream`` refuses it).
+_ELSEWHERE = StageParts({}, 0)
+
+
 @dataclass
 class _Finish:
     """One stretch of final latents and what its frames are published with; run here (``__call__``) or elsewhere (``stretch``)."""
@@ -469,17 +517,17 @@ class _Finish:
     keep: int
     audio: np.ndarray
 
-    def __call__(self) -> MediaChunk:
+    def __call__(self) -> _Done:
         stages = self.run.p._by_phase["final"]
-        for stage, upcoming in zip(stages, (*stages[1:], self.after), strict=True):
+        for stage, upcoming in with_next(stages, self.after):
             self.run._run_stage(stage, self.step, upcoming, chunk=self.chunk, frames=(self.piece.start, self.piece.end))
-        return self._media(self.step["frames"])
+        return _Done(self._media(self.step["frames"]), self.run._final_parts())  # on the thread that ran them, before the next stretch
 
     @property
     def stretch(self) -> Stretch:
-        return Stretch(self.step["latents"], (self.piece.start, self.piece.end), (self.chunk.kind, self.chunk.index))
+        return Stretch(self.step["latents"], (self.piece.start, self.piece.end), self.chunk.key)
 
-    def complete(self, decoded: Decoded) -> MediaChunk:
+    def complete(self, decoded: Decoded) -> _Done:
         """The frames the decode rank made, with the spans of its stages (ending now, on this rank's clock)."""
         end = self.run.now()
         stages = self.run.p._by_phase["final"]
@@ -488,12 +536,17 @@ class _Finish:
             for obs in self.run.observers:
                 obs.on_stage(span)
             end -= seconds
-        return self._media(decoded.frames)
+        return _Done(self._media(decoded.frames), _ELSEWHERE)
 
     def _media(self, frames: np.ndarray) -> MediaChunk:
         if frames.shape[0] != self.count:
             raise PipelineGraphError(f"final stages returned {frames.shape[0]} frames for a stretch of {self.count}")
         return MediaChunk(self.first, frames[: self.keep], self.audio)
+
+
+def with_next(stages: Sequence[Stage], after: Stage) -> Iterator[tuple[Stage, Stage]]:
+    """Each stage with the one that runs after it (``after`` after the last), for the runtime's hints; none for no stages."""
+    return zip(stages, (*stages[1:], after)[: len(stages)], strict=True)
 
 
 def independent_prefix(chunk_stages: Sequence[Stage]) -> tuple[Stage, ...]:

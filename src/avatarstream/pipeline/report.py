@@ -67,6 +67,7 @@ class ReportRecorder(RunObserver):
             "index": done.chunk.index,
             "timeline": list(done.timeline),
             "wall_s": round(done.end_s - done.start_s, 6),
+            "resumable_bytes": done.resumable_bytes,
             "rss_bytes": current_rss_bytes(),
             **(self._chunk_fields() if self._chunk_fields is not None else {}),
         }

@@ -1,11 +1,13 @@
 """A run's resumable state: everything the next chunk needs, small and of constant size (DESIGN.md §5).
 
-Taken at a chunk boundary, after that chunk's frames were handed on, it lets
-another process (another replica of a fleet) carry on the same session with
-the same timeline: the init outputs (the reference conditioning, so nothing is
-re-encoded), the held N-chunk latents (motion / anchor frames), the stages'
-fixed-size caches (the causal decoder's), where the chunk schedule stands and
-the audio the next chunk still reads. Nothing in it grows with the session.
+Taken at a chunk boundary, and handed on once that boundary's frames were
+handed on, it lets another process (another replica of a fleet) carry on the
+same session with the same timeline: the init outputs (the reference
+conditioning, so nothing is re-encoded), the held chunks' latents (motion /
+anchor frames), what each stage says it needs of its cache
+(``Stage.resume_state``: a causal decoder's cache, or nothing), where the
+chunk schedule stands and the audio the next chunk still reads. Nothing in it
+grows with the session.
 
 It travels between processes of one cluster (Ray serializes it); it is never
 written to disk or read from outside, so it is not a file format.
@@ -14,33 +16,102 @@ written to disk or read from outside, so it is not a file format.
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
+from avatarstream.pipeline.chunks import ChunkKey
 from avatarstream.sources.audio_timeline import TimelineState
+
+if TYPE_CHECKING:
+    from avatarstream.pipeline.observer import RunObserver
+    from avatarstream.pipeline.stage import Stage
 
 
 @dataclass(frozen=True)
 class Resumable:
-    """A run between two chunks. ``next_chunk`` is (kind, index) in the plan; ``next_publish`` the first timeline frame not yet
-    published; ``published_frames`` the video frames handed on so far (where the resumed video continues)."""
+    """A run between two chunks. ``next_chunk`` is the next chunk's key in the plan; ``next_publish`` the first timeline frame
+    not yet published; ``published_frames`` the video frames handed on so far (where the resumed video continues)."""
 
-    next_chunk: tuple[str, int]
+    next_chunk: ChunkKey
     next_publish: int
     published_frames: int
     values: dict[str, Any]  # the init stages' outputs, on the host
-    held: dict[int, torch.Tensor]  # N-chunk index -> its latents
-    caches: dict[str, Any]
+    held: dict[ChunkKey, torch.Tensor]  # the held chunks' latents, oldest first
+    caches: dict[str, Any]  # stage name -> what its resume_state returned (stages that returned None are absent)
     audio: TimelineState
     seed: int
 
     @property
     def nbytes(self) -> int:
         """What the state weighs (tensors and arrays), for the metrics and the size check in the tests."""
-        return _nbytes(self.values) + _nbytes(self.held) + _nbytes(self.caches) + self.audio.nbytes
+        return nbytes_of(self.values) + nbytes_of(self.held) + nbytes_of(self.caches) + self.audio.nbytes
+
+
+@dataclass(frozen=True)
+class StageParts:
+    """What some stages' ``resume_state`` returned at one point: on the host when a state is taken (else None), and its weight."""
+
+    parts: dict[str, Any] | None
+    nbytes: int
+
+
+def stage_parts(stages: Iterable[Stage], caches: Mapping[str, Any], *, take: bool) -> StageParts:
+    """Ask ``stages`` what they need of their caches; weigh it always (no copy), copy it to the host only when ``take``."""
+    parts = {stage.name: part for stage in stages if (part := stage.resume_state(caches.get(stage.name))) is not None}
+    return StageParts(to_host(parts) if take else None, nbytes_of(parts))
+
+
+@dataclass(frozen=True)
+class _Boundary:
+    state: Resumable  # its caches: the init and chunk stages' parts
+    finishes: int  # stretches whose frames must be out before it is whole
+
+
+class Handover:
+    """Hands each chunk boundary's state to the observers once the frames before the boundary are out.
+
+    The final stages of a boundary's last stretches may still be running on
+    the finalize worker when the loop passes the boundary; nothing waits for
+    them. Each boundary waits here for its count of finished stretches, whose
+    final stages' parts (taken right after they ran) complete it. A boundary
+    that needs no more stretches than the one before it replaces that one
+    (both would be whole at the same moment), so at most one state waits per
+    stretch in flight.
+    """
+
+    def __init__(self, observers: Sequence[RunObserver], final: StageParts) -> None:
+        self._observers = observers
+        self._final = final  # the final stages' parts after the last stretch out (or as the run started)
+        self._out = 0
+        self._waiting: deque[_Boundary] = deque()
+
+    def boundary(self, state: Resumable, finishes: int) -> None:
+        """A chunk boundary, after ``finishes`` stretches of this run were handed to the final stages."""
+        if self._waiting and self._waiting[-1].finishes == finishes:
+            self._waiting.pop()
+        self._waiting.append(_Boundary(state, finishes))
+        self._hand_over()
+
+    def stretch_out(self, final: StageParts) -> None:
+        """The next stretch's frames were handed on; ``final``: the final stages' parts right after they made them."""
+        self._out += 1
+        self._final = final
+        self._hand_over()
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def _hand_over(self) -> None:
+        while self._waiting and self._waiting[0].finishes <= self._out:
+            state = self._waiting.popleft().state
+            whole = dataclasses.replace(state, caches={**state.caches, **(self._final.parts or {})})
+            for obs in self._observers:
+                obs.on_resumable(whole)
 
 
 def to_host(value: Any) -> Any:
@@ -49,7 +120,9 @@ def to_host(value: Any) -> Any:
 
 
 def to_device(value: Any, device: torch.device) -> Any:
-    return _map(value, lambda t: t.to(device))
+    """A copy on ``device``, even where the tensors already are: a stage may write its cache in place, and the state must
+    stay as it was (it can be resumed more than once)."""
+    return _map(value, lambda t: t.to(device, copy=True))
 
 
 def _map(value: Any, fn: Any) -> Any:
@@ -65,15 +138,16 @@ def _map(value: Any, fn: Any) -> Any:
     return value
 
 
-def _nbytes(value: Any) -> int:
+def nbytes_of(value: Any) -> int:
+    """The bytes of the tensors and arrays in ``value`` (nested dicts, lists, tuples, dataclasses), read without copying."""
     if isinstance(value, torch.Tensor):
         return value.numel() * value.element_size()
     if isinstance(value, np.ndarray):
         return int(value.nbytes)
     if isinstance(value, dict):
-        return sum(_nbytes(v) for v in value.values())
+        return sum(nbytes_of(v) for v in value.values())
     if isinstance(value, list | tuple):
-        return sum(_nbytes(v) for v in value)
+        return sum(nbytes_of(v) for v in value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return sum(_nbytes(getattr(value, f.name)) for f in dataclasses.fields(value))
+        return sum(nbytes_of(getattr(value, f.name)) for f in dataclasses.fields(value))
     return 0

@@ -5,14 +5,18 @@ graph when it is built, so a missing input fails at construction, not in the
 middle of a session. Phases:
 
 - ``init``  runs once per request (reference and text encoding),
-- ``chunk`` runs once per executed N- or I-chunk (context, generation),
+- ``chunk`` runs once per executed chunk of the plan (context, generation),
 - ``final`` runs once per stretch of frames that became final (SR, decode).
+
+What a stage keeps between runs lives in its session cache (``ctx.cache``);
+what of it a session needs to carry on in another process is the stage's to
+say (``resume_state`` / ``restore_cache``), so the loop copies only that.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
     from avatarstream.pipeline.state import StageContext
@@ -41,6 +45,28 @@ class Stage(ABC):
     @abstractmethod
     def run(self, ctx: StageContext) -> None:
         """Read ``self.reads`` from ``ctx`` and write every name in ``self.writes``."""
+
+    def resume_state(self, cache: Any) -> Any:
+        """What a resumed session needs of this stage's ``cache`` to make the same output; None (the default): nothing.
+
+        Called at every chunk boundary (a final stage's right after it ran, on
+        the thread that ran it), so it must be cheap and must not change
+        ``cache``: the loop weighs what it returns for the run's report, and
+        copies its tensors to the host when a state is taken. Return a small,
+        fixed-size part: a causal decoder returns its cache. A stage with large
+        per-step state (KV caches of a big model) returns None, or just the
+        conditioning it needs, and recomputes the rest from what it holds when
+        it is restored; the family documents what that recomputation costs.
+        """
+        return None
+
+    def restore_cache(self, saved: Any) -> Any:
+        """The cache a resumed session starts this stage with, from what ``resume_state`` returned (on the run's device).
+
+        Called only for stages whose ``resume_state`` returned something. The
+        default returns None: the stage starts with a fresh cache.
+        """
+        return None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} ({self.phase})>"

@@ -1,10 +1,11 @@
 """Per-session state with a bounded size (DESIGN.md §5).
 
 ``SessionState`` holds only what the next chunks need: init outputs (the
-reference conditioning, computed once), the latents of at most two N-chunks
-(the one whose tail conditions the next chunk and the one waiting for its
-I-chunk), and per-stage caches of fixed size (such as the VAE decoder's causal
-cache). Nothing here grows with the session length.
+reference conditioning, computed once), the latents of the few chunks the
+plan marks as held (at most ``plan.max_held``: those whose frames condition
+later chunks or wait to be published), and per-stage caches of fixed size
+(such as the VAE decoder's causal cache). Nothing here grows with the session
+length.
 """
 
 from __future__ import annotations
@@ -15,23 +16,24 @@ from typing import Any
 
 import torch
 
-from avatarstream.pipeline.chunks import Chunk, ChunkKind
+from avatarstream.pipeline.chunks import Chunk, ChunkKey
 
 
 @dataclass
 class HeldLatents:
-    """Generated N-chunk latents ([B, C, T, H, W], time on dim 2) kept for conditioning and publishing."""
+    """Latents of held chunks ([B, C, T, H, W], time on dim 2), by chunk key; the oldest go first past ``max_held``."""
 
     max_held: int = 2
-    _chunks: dict[int, tuple[Chunk, torch.Tensor]] = field(default_factory=dict)
+    _chunks: dict[ChunkKey, tuple[Chunk, torch.Tensor]] = field(default_factory=dict)
 
     def put(self, chunk: Chunk, latents: torch.Tensor) -> None:
-        self._chunks[chunk.index] = (chunk, latents)
+        self._chunks.pop(chunk.key, None)  # a chunk put again counts as the newest
+        self._chunks[chunk.key] = (chunk, latents)
         while len(self._chunks) > self.max_held:
-            del self._chunks[min(self._chunks)]
+            del self._chunks[next(iter(self._chunks))]
 
     def frames(self, timeline_frames: tuple[int, ...]) -> torch.Tensor:
-        """Gather generated (not conditioning) frames by timeline index from held N-chunks."""
+        """Gather generated (not conditioning) frames by timeline index from the held chunks."""
         picked = [self._frame(f) for f in timeline_frames]
         return torch.cat(picked, dim=2)
 
@@ -40,20 +42,22 @@ class HeldLatents:
             pos = frame - chunk.window_start
             if 0 <= pos < chunk.window_frames and pos not in chunk.cond_positions:
                 return latents[:, :, pos : pos + 1]
-        raise KeyError(f"timeline frame {frame} is not held by any N-chunk")
+        raise KeyError(f"timeline frame {frame} is not held by any chunk")
 
-    def latents_of(self, source: tuple[ChunkKind, int]) -> torch.Tensor:
-        kind, index = source
-        if kind != "N" or index not in self._chunks:
-            raise KeyError(f"chunk {kind}{index} is not held")
-        return self._chunks[index][1]
+    def latents_of(self, source: ChunkKey) -> torch.Tensor:
+        if source not in self._chunks:
+            raise KeyError(f"chunk {source[0]}{source[1]} is not held")
+        return self._chunks[source][1]
 
     def __len__(self) -> int:
         return len(self._chunks)
 
-    def by_index(self) -> dict[int, torch.Tensor]:
-        """The held latents by N-chunk index (what a resumable state keeps)."""
-        return {index: latents for index, (_, latents) in self._chunks.items()}
+    def by_key(self) -> dict[ChunkKey, torch.Tensor]:
+        """The held latents by chunk key, oldest first (what a resumable state keeps)."""
+        return {key: latents for key, (_, latents) in self._chunks.items()}
+
+    def nbytes(self) -> int:
+        return sum(latents.numel() * latents.element_size() for _, latents in self._chunks.values())
 
 
 @dataclass

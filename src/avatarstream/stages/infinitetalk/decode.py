@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
 from avatarstream.models.infinitetalk.vae import DecoderCache, decode
@@ -30,3 +32,10 @@ class WanDecodeStage(Stage):
             ctx.cache = DecoderCache.for_vae(vae)
         video = decode(vae, ctx["latents"].to(dtype), ctx.cache)
         ctx["frames"] = video_to_frames(video.float()).numpy()
+
+    def resume_state(self, cache: Any) -> Any:
+        """The causal cache itself (at most two frames per causal convolution): a resumed decoder continues it exactly."""
+        return cache
+
+    def restore_cache(self, saved: Any) -> Any:
+        return saved
