@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from avatarstream.families import load_family
+from avatarstream.families.registry import load_family
 from avatarstream.pipeline.observer import RunObserver
 from avatarstream.pipeline.resume import Resumable
 from avatarstream.sources.pcm import PcmBlock

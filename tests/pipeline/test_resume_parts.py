@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from avatarstream.families import load_family
+from avatarstream.families.registry import load_family
 from avatarstream.pipeline.blocks import BlockPlan
 from avatarstream.pipeline.observer import ChunkDone, RunObserver
 from avatarstream.pipeline.pipeline import Pipeline

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from avatarstream.errors import InputError
-from avatarstream.families import load_family
+from avatarstream.families.registry import load_family
 from avatarstream.sources.audio_file import open_audio_file
 from avatarstream.sources.pcm import PcmBlock
 from sources.sine_files import write_sine
