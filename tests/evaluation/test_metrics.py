@@ -17,7 +17,7 @@ from avatarstream.evaluation.metrics import (
     seam_frames,
     seam_ratio,
 )
-from avatarstream.pipeline.chunks import ChunkPlan
+from avatarstream.families.chunk_plan import ChunkPlan
 
 RATE = 16000
 

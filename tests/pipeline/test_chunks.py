@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from avatarstream.errors import InputError
-from avatarstream.pipeline.chunks import ChunkPlan
+from avatarstream.families.chunk_plan import ChunkPlan
 
 
 def expected_order(num_n: int, interpolate: bool) -> list[str]:

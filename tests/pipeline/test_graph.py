@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from avatarstream.errors import PipelineGraphError
-from avatarstream.pipeline.chunks import ChunkPlan
+from avatarstream.families.chunk_plan import ChunkPlan
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.pipeline.stage import Stage
 from avatarstream.runtime.residency import Runtime

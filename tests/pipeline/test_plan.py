@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from avatarstream.pipeline.blocks import BlockPlan
-from avatarstream.pipeline.chunks import ChunkPlan
+from avatarstream.families.block_plan import BlockPlan
+from avatarstream.families.chunk_plan import ChunkPlan
 from avatarstream.pipeline.plan import Plan, schedule
 
 BLOCKS = list(itertools.product([0, 1, 2, 3, 5, 6, 7, 8, 17, 100], [1, 2, 3, 4, 7]))

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
+from avatarstream.families.block_plan import BlockPlan
 from avatarstream.families.registry import load_family
-from avatarstream.pipeline.blocks import BlockPlan
 from avatarstream.pipeline.observer import ChunkDone, RunObserver
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.pipeline.report import ReportRecorder

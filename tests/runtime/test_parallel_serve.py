@@ -29,10 +29,10 @@ SPEECH_S = 3.0  # 2 s before the pause, 1 s after
 async def _session(base: str, tmp_path: Path, name: str, pause_s: float) -> tuple[dict, int]:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     async with httpx.AsyncClient(base_url=base, timeout=30, headers=headers) as client:
-        created = await client.post("/sessions", data={"identity": "demo", "outputs": '{"file": true}'})
+        created = await client.post("/sessions", data={"identity": "default", "outputs": '{"file": true}'})
         assert created.status_code == 201, created.text
         sid = created.json()["id"]
-        refused = await client.post("/sessions", data={"identity": "demo"})
+        refused = await client.post("/sessions", data={"identity": "default"})
         assert refused.status_code == 503  # one session at a time on the two processes
         async with websockets.connect(ws_url(base, sid) + f"&token={TOKEN}") as ws:
             await send_paced(ws, speech(2.0))

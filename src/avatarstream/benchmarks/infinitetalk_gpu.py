@@ -43,14 +43,14 @@ from torch import nn
 from transformers import CLIPVisionConfig, CLIPVisionModel, UMT5Config, UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2Model
 
 from avatarstream.benchmarks.audio import bundled_speech, looped
-from avatarstream.benchmarks.measure import measure
+from avatarstream.benchmarks.measure import measure, stage_named_for
 from avatarstream.errors import InputError
 from avatarstream.families.infinitetalk.family import InfiniteTalkFamily
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
+from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
 from avatarstream.families.infinitetalk.presets import PRESETS
 from avatarstream.families.infinitetalk.tiny import TINY, TINY_WAV2VEC2
 from avatarstream.families.infinitetalk.tiny_encoders import CLIP_IMAGE, CLIP_LAYERS, CLIP_PATCH, T5_BUCKETS, T5_FFN, T5_HEADS, T5_LAYERS, umt5_tokenizer
-from avatarstream.families.options import GenerationOptions
 from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE, resample_to_video_rate
 from avatarstream.models.infinitetalk.config import InfiniteTalkConfig
 from avatarstream.models.infinitetalk.dit import FP32_PARAMETERS, InfiniteTalkDiT
@@ -132,8 +132,8 @@ class Scenario:
         steps = f" {self.steps} steps" if self.steps is not None else ""
         return f"{self.preset} {self.size[0]}x{self.size[1]} {self.residency}{steps}"
 
-    def options(self) -> GenerationOptions:
-        return GenerationOptions(preset=self.preset, size=self.size, steps=self.steps)
+    def options(self) -> InfiniteTalkOptions:
+        return InfiniteTalkOptions(preset=self.preset, size=self.size, steps=self.steps)
 
 
 @dataclass(frozen=True)
@@ -274,9 +274,10 @@ def run_scenario(family: InfiniteTalkFamily, scenario: Scenario, device: torch.d
         synchronize(device)
         prepare_s = time.perf_counter() - start
         reset_device_peak(device)
-        report = measure(pipeline, family.reference(None, None), looped(speech, SAMPLE_RATE, scenario.seconds))
+        report = measure(pipeline, family.reference(None), looped(speech, SAMPLE_RATE, scenario.seconds))
         init = {stage.name for stage in pipeline.stages if stage.phase == "init"}
-        return summarize(scenario, report, init, pipeline.runtime.summary(), build_s=build_s, prepare_s=prepare_s)
+        generator = stage_named_for(pipeline.stages, "generate")
+        return summarize(scenario, report, init, generator, pipeline.runtime.summary(), build_s=build_s, prepare_s=prepare_s)
     except RuntimeError as exc:  # torch.OutOfMemoryError is one
         if not is_out_of_memory(exc):
             raise
@@ -293,7 +294,7 @@ def describe(scenario: Scenario) -> dict[str, Any]:
 
 
 def summarize(
-    scenario: Scenario, report: dict[str, Any], init_stages: set[str], runtime: dict[str, Any], *, build_s: float, prepare_s: float
+    scenario: Scenario, report: dict[str, Any], init_stages: set[str], generator: str, runtime: dict[str, Any], *, build_s: float, prepare_s: float
 ) -> dict[str, Any]:
     """The figures of one render (``report``) and of its runtime; per chunk too, since that compares across audio lengths."""
     chunks = max(report["num_chunks"], 1)
@@ -324,7 +325,7 @@ def summarize(
     result["steady_realtime_factor"] = result["video_s_per_chunk"] / result["steady_chunk_s"]
     if scenario.steps is not None:
         init_s = sum(s for stage, s in report["stage_seconds"].items() if stage in init_stages)
-        result.update(extrapolate(scenario, report, init_s))
+        result.update(extrapolate(scenario, report, init_s, generator))
     return result
 
 
@@ -334,11 +335,11 @@ def video_s_per_chunk(preset: str) -> float:
     return (settings.chunk_frames - settings.motion_frames) / FPS
 
 
-def extrapolate(scenario: Scenario, report: dict[str, Any], init_s: float) -> dict[str, Any]:
+def extrapolate(scenario: Scenario, report: dict[str, Any], init_s: float, generator: str) -> dict[str, Any]:
     """One chunk at the preset's step count from the few steps that ran: every other stage stays, A2V grows per step."""
     assert scenario.steps is not None
     steps = PRESETS[scenario.preset].steps
-    per_step = report["stage_seconds"]["audio_to_video"] / scenario.steps
+    per_step = report["stage_seconds"][generator] / scenario.steps
     missing_s = per_step * (steps - scenario.steps)
     chunk_s = report["wall_s"] - init_s + missing_s
     return {

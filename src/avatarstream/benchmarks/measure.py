@@ -13,9 +13,18 @@ import torch
 
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.pipeline.report import ReportRecorder
+from avatarstream.pipeline.stage import Role, Stage
 from avatarstream.publish import EncoderSettings, Mp4FileSink, Publisher
 from avatarstream.runtime.devices import peak_device_bytes
 from avatarstream.sources.pcm import PcmBlock
+
+
+def stage_named_for(stages: Iterable[Stage], role: Role) -> str:
+    """The name of the stage that plays ``role`` (the figures are reported by stage name, and names differ between families)."""
+    found = [s.name for s in stages if s.role == role]
+    if len(found) != 1:
+        raise ValueError(f"the pipeline has {len(found)} stages with role {role!r}, not one: {found}")
+    return found[0]
 
 
 def measure(

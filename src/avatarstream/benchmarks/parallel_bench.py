@@ -24,6 +24,7 @@ from torch import nn
 
 from avatarstream.benchmarks.audio import looped
 from avatarstream.benchmarks.context import BenchContext
+from avatarstream.benchmarks.measure import stage_named_for
 from avatarstream.benchmarks.parallel_model import ChunkWork, Link, layouts, table
 from avatarstream.families.base import Family
 from avatarstream.runtime.launch import torchrun_command
@@ -136,18 +137,20 @@ def measure_parallel(ctx: BenchContext) -> dict[str, Any]:
     module = _split_module(family)
     with _counting(module) as counter:
         shapes = ctx.run(family, encode=False)
-    phases = {stage.name: stage.phase for stage in ctx.pipeline(family).stages}
+    stages = ctx.pipeline(family).stages
+    phases = {stage.name: stage.phase for stage in stages}
+    generator = stage_named_for(stages, "generate")
     rate = 16000
     audio = ctx.out_dir / "parallel-speech.wav"
     _write_wav(audio, np.concatenate([b.samples[0] for b in looped(ctx.speech(rate), rate, ctx.seconds)]), rate)
     try:
-        return _measure(ctx, family, module, counter, shapes, phases, audio)
+        return _measure(ctx, family, module, counter, shapes, phases, generator, audio)
     finally:
         audio.unlink(missing_ok=True)
 
 
 def _measure(ctx: BenchContext, family: Family, module: Module, counter: BlockCounter, shapes: dict[str, Any], phases: Mapping[str, str],
-             audio: Path) -> dict[str, Any]:  # fmt: skip
+             generator: str, audio: Path) -> dict[str, Any]:  # fmt: skip
     chunks = max(len(shapes["chunks"]), 1)
     options = render_options(ctx.argv or ["--model", ctx.model])
     one = _render(options, audio, ctx.out_dir, "one", 1, None)
@@ -159,7 +162,7 @@ def _measure(ctx: BenchContext, family: Family, module: Module, counter: BlockCo
     work = ChunkWork(
         init_s=seconds["init"],
         chunk_s=seconds["chunk"] / executed,
-        dit_s=one["stage_seconds"].get("audio_to_video", 0.0) / executed,
+        dit_s=one["stage_seconds"].get(generator, 0.0) / executed,
         final_s=seconds["final"] / executed,
         frames_per_chunk=one["frames"] / executed,
         predictions=max(counter.batch, 1),

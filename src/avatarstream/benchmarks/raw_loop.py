@@ -14,9 +14,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from avatarstream.families.chunk_plan import ChunkPlan
 from avatarstream.families.demo import MOTION_FRAMES, DemoFamily
 from avatarstream.models.demo import AudioEncoder, CausalVAE, FlowMatchEuler, TextEncoder
-from avatarstream.pipeline.chunks import ChunkPlan
 from avatarstream.stages.common import image_to_video_tensor, video_to_frames
 from avatarstream.stages.demo.audio_to_video import sample_window
 from avatarstream.stages.seeding import seeded_noise

@@ -28,7 +28,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", type=Path, default=Path("out/eval"), help="folder for eval.json and the plots")
     p.add_argument("--weights", type=Path, help="weights folder (default: the family's own)")
-    p.add_argument("--model", default=DEFAULT_MODEL, choices=names(), help="a model family that renders procedural avatars, which eval measures against their ground truth")
+    p.add_argument(
+        "--model", default=DEFAULT_MODEL, choices=names(), help="a model family that renders procedural avatars, which eval measures against their ground truth"
+    )
     add_runtime_arguments(p)
     p.add_argument("--clips", type=int, default=4, help="held-out identities rendered as short clips")
     p.add_argument("--clip-seconds", type=float, default=20.0, help="length of each short clip")

@@ -10,7 +10,7 @@ import numpy as np
 
 from avatarstream.avatars.renderer import MOUTH_BOX
 from avatarstream.evaluation.lipreader import mouth_openness
-from avatarstream.pipeline.chunks import ChunkPlan
+from avatarstream.families.chunk_plan import ChunkPlan
 
 IDENTITY_POOL = 8
 """Identity is compared on 8x8-pixel averages: colours and layout of the face, not the exact pixels of a moving head."""

@@ -21,8 +21,8 @@ from avatarstream.avatars.speech import SAMPLE_RATE, speech_track
 from avatarstream.errors import InputError
 from avatarstream.evaluation.metrics import StreamMeter, correlation, identity_error, per_minute, seam_frames, seam_ratio
 from avatarstream.families.base import Family
+from avatarstream.families.chunk_plan import ChunkPlan
 from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, MOTION_FRAMES, DemoFamily
-from avatarstream.pipeline.chunks import ChunkPlan
 from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.sources.pcm import PcmBlock
 

@@ -24,10 +24,14 @@ OptionsLike = FamilyOptions | Mapping[str, Any] | None
 
 
 class Family(Protocol):
-    Options: ClassVar[type[FamilyOptions]]
     name: str
     weights: str  # where the weights came from, for reports
     modules: dict[str, Module]
+
+    @property
+    def Options(self) -> type[FamilyOptions]:
+        """The family's options dataclass."""
+        ...
 
     @property
     def fps(self) -> int: ...

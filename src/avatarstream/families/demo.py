@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from avatarstream.errors import InputError
+from avatarstream.families.chunk_plan import ChunkPlan
 from avatarstream.families.demo_parallel import split_a2v
 from avatarstream.families.options import FamilyOptions, option
 from avatarstream.models.demo import (
@@ -33,7 +34,6 @@ from avatarstream.models.demo import (
     SRDiT,
     TextEncoder,
 )
-from avatarstream.pipeline.chunks import ChunkPlan
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.module import Module
 from avatarstream.runtime.residency import Runtime
@@ -184,7 +184,7 @@ class DemoFamily:
     def build(
         self,
         device: torch.device,
-        options: DemoOptions | Mapping[str, Any] | None = None,
+        options: FamilyOptions | Mapping[str, Any] | None = None,
         *,
         residency: dict[str, str] | None = None,
         overlap: bool = False,
@@ -194,7 +194,7 @@ class DemoFamily:
         self.options = DemoOptions.parse(options)
         return self.pipeline(device, **self.settings, residency=residency, overlap=overlap, read_ahead=read_ahead)
 
-    def reference(self, path: Path | None, options: DemoOptions | Mapping[str, Any] | None = None) -> np.ndarray:
+    def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
         shipped = not self.weights.startswith("random") and Path(self.weights) == Path(str(SHIPPED_WEIGHTS))
         return choose_reference(path, DemoOptions.parse(options).avatar, self.config.image_size, shipped_weights=shipped)
 

@@ -181,7 +181,7 @@ class FamilyOptions:
         )  # fmt: skip
 
     @classmethod
-    def parse(cls, options: Self | Mapping[str, Any] | None) -> Self:
+    def parse(cls, options: FamilyOptions | Mapping[str, Any] | None) -> Self:
         """The options from a mapping (the API's and the server's JSON) or as they are; unknown names are refused by name."""
         if options is None:
             return cls()

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 Phase = Literal["init", "chunk", "final"]
 PHASES: tuple[Phase, ...] = ("init", "chunk", "final")
+Role = Literal["generate"]
 
 
 class Stage(ABC):
@@ -33,6 +34,9 @@ class Stage(ABC):
     phase: ClassVar[Phase]
     reads: ClassVar[tuple[str, ...]] = ()
     writes: ClassVar[tuple[str, ...]] = ()
+    #: What the stage does, for tools that compare families by it rather than by stage name (benchmarks):
+    #: ``generate`` is the chunk stage that runs the generator (the DiT) and writes the latents.
+    role: ClassVar[Role | None] = None
 
     def modules(self) -> tuple[Module, ...]:
         """The modules this stage calls; the runtime makes them resident around ``run``."""

@@ -32,8 +32,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.middleware.base import RequestResponseEndpoint
 
 from avatarstream.errors import AvatarStreamError, InputError
-from avatarstream.families.registry import load_family
 from avatarstream.families.base import Family
+from avatarstream.families.registry import load_family
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.runtime.devices import resolve_device

@@ -19,15 +19,17 @@ import numpy as np
 import torch
 
 from avatarstream.errors import InputError
+from avatarstream.families.chunk_plan import ChunkPlan
 from avatarstream.families.infinitetalk.layout import resolve
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
 from avatarstream.families.infinitetalk.presets import NEGATIVE_PROMPT, PRESETS, Preset, check_geometry, check_size
 from avatarstream.families.infinitetalk.sequence_parallel import split_dit
+from avatarstream.families.options import FamilyOptions
 from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE
 from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
 from avatarstream.models.infinitetalk.sampler import Guidance, timesteps
-from avatarstream.pipeline.chunks import ChunkPlan, FrameLayout
+from avatarstream.pipeline.chunks import FrameLayout
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.module import Module
 from avatarstream.runtime.parallel.guidance import check_guidance_split
@@ -117,7 +119,7 @@ class InfiniteTalkFamily:
     def build(
         self,
         device: torch.device,
-        options: InfiniteTalkOptions | Mapping[str, Any] | None = None,
+        options: FamilyOptions | Mapping[str, Any] | None = None,
         *,
         residency: dict[str, str] | None = None,
         overlap: bool = False,
@@ -151,6 +153,6 @@ class InfiniteTalkFamily:
         plan = ChunkPlan(own, interp, motion, first_cond=1)
         return Pipeline(stages, plan, runtime, fps=self.fps, model_sample_rate=SAMPLE_RATE, overlap=overlap, read_ahead=read_ahead, frames=FRAMES)
 
-    def reference(self, path: Path | None, options: InfiniteTalkOptions | Mapping[str, Any] | None = None) -> np.ndarray:
+    def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
         """The reference image resized and centre-cropped to the output size."""
         return load_reference_image(path if path is not None else DEFAULT_REFERENCE, self.frame_size)

@@ -17,6 +17,7 @@ from avatarstream.runtime.module import Module
 
 class AudioToVideoStage(Stage):
     name = "audio_to_video"
+    role = "generate"
     phase = "chunk"
     reads = ("chunk", "audio_features", "noise", "conditioning", "text_tokens", "reference_tokens", "reference_latent")
     writes = ("latents",)

@@ -53,6 +53,7 @@ def reencode_motion(vae: AutoencoderKLWan, latents: torch.Tensor, chunk: Chunk) 
 
 class WanAudioToVideoStage(Stage):
     name = "audio_to_video"
+    role = "generate"
     phase = "chunk"
     reads = READS
     writes = ("latents",)

@@ -16,7 +16,8 @@ import numpy as np
 import torch
 
 from avatarstream.errors import InputError
-from avatarstream.pipeline.blocks import BlockPlan
+from avatarstream.families.block_plan import BlockPlan
+from avatarstream.families.options import FamilyOptions
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.module import Module
 from avatarstream.runtime.residency import Runtime
@@ -60,7 +61,7 @@ class ColourBarsFamily:
     def build(
         self,
         device: torch.device,
-        options: ColourBarsOptions | Mapping[str, Any] | None = None,
+        options: FamilyOptions | Mapping[str, Any] | None = None,
         *,
         residency: dict[str, str] | None = None,
         overlap: bool = False,
@@ -76,5 +77,5 @@ class ColourBarsFamily:
         runtime = Runtime(device, residency)
         return Pipeline(stages, BlockPlan(BLOCK_FRAMES), runtime, fps=FPS, model_sample_rate=SAMPLE_RATE, overlap=overlap, read_ahead=read_ahead)
 
-    def reference(self, path: Path | None, options: ColourBarsOptions | Mapping[str, Any] | None = None) -> np.ndarray:
+    def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
         return load_reference_image(path if path is not None else DEFAULT_REFERENCE, SIZE)
