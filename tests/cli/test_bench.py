@@ -9,7 +9,8 @@ import torch
 
 from avatarstream.benchmarks.scenarios import production_config
 from avatarstream.cli.main import main
-from avatarstream.models.demo import A2VDiT
+from avatarstream.families.demo import DemoFamily
+from avatarstream.models.demo import A2VDiT, DemoConfig
 
 
 def test_tiny_scenarios_write_json_and_plots(tmp_path: Path) -> None:
@@ -36,6 +37,15 @@ def test_tiny_scenarios_write_json_and_plots(tmp_path: Path) -> None:
 
     interp = json.loads((tmp_path / "interpolation.json").read_text())
     assert interp["with_i_chunks"]["frames"] == interp["without_i_chunks"]["frames"] == 50
+
+
+def test_bench_loads_the_weights_folder_as_render_does(tmp_path: Path) -> None:
+    """--weights is the model bench measures (it used to measure a random default configuration and ignore the folder)."""
+    folder = tmp_path / "weights"
+    DemoFamily.random(DemoConfig.tiny(), seed=5).save(folder)
+    assert main(["bench", "--model", "demo", "--weights", str(folder), "--seconds", "1", "--repeats", "1", "--out", str(tmp_path / "out")]) == 0
+    speed = json.loads((tmp_path / "out" / "speed.json").read_text())
+    assert speed["weights"] == str(folder) and speed["resolution"] == [DemoConfig.tiny().image_size] * 2 != [DemoConfig().image_size] * 2
 
 
 def test_gpu_scenario_refuses_cpu_clearly(tmp_path: Path, capsys) -> None:

@@ -51,6 +51,8 @@ def speed(ctx: BenchContext) -> dict[str, Any]:
     best = _median_run(ctx, runs)
     result = {
         **_speed(best),
+        "weights": family.weights,
+        "resolution": list(family.frame_size),
         "load_s": load_s,
         "realtime_factor_all": best["realtime_factor_all"],
         "ttff_s_all": best["ttff_s_all"],
