@@ -23,7 +23,7 @@ from tqdm import tqdm
 from avatarstream.errors import InputError
 from avatarstream.families.base import Family
 from avatarstream.families.options import FamilyOptions
-from avatarstream.families.registry import DEFAULT_MODEL, family_class, load_family
+from avatarstream.families.registry import DEFAULT_MODEL, load_family, options_class
 from avatarstream.output_paths import check_outputs, removed_on_failure
 from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.pipeline.trace import TraceWriter
@@ -142,7 +142,7 @@ def _render(
 ) -> RenderResult:  # fmt: skip
     load_start = time.perf_counter()
     if isinstance(model, str):
-        options = family_class(model).Options.parse(model_options)
+        options = options_class(model).parse(model_options)
         family = load_family(model, weights, options, device=device)
         name = model
     else:

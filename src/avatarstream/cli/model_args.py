@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from avatarstream.families.options import FamilyOptions
-from avatarstream.families.registry import DEFAULT_MODEL, family_class, names, registered
+from avatarstream.families.registry import DEFAULT_MODEL, names, options_class, registered
 
 HELP_FLAGS = ("-h", "--help")
 
@@ -40,11 +40,11 @@ def add_model_arguments(p: argparse.ArgumentParser, model: str | None) -> None:
     if model is None or model not in registered():
         p.epilog = (p.epilog + "\n" if p.epilog else "") + f"a model's own options: {p.prog} --model NAME --help (models: {', '.join(names())})"
         return
-    cls = family_class(model)
-    options = p.add_argument_group(f"{model} options", f"{cls.summary}; unset options take the model's (or its preset's) defaults")
-    cls.Options.add_arguments(options)
+    options = options_class(model)
+    group = p.add_argument_group(f"{model} options", f"the {model} model's own; unset options take its (or its preset's) defaults")
+    options.add_arguments(group)
 
 
 def model_options(args: argparse.Namespace) -> FamilyOptions:
     """The selected family's options as the command line set them (checked by the family's dataclass)."""
-    return family_class(args.model).Options.from_namespace(args)
+    return options_class(args.model).from_namespace(args)

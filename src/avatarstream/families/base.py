@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
-
-import numpy as np
-import torch
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from avatarstream.families.options import FamilyOptions
-from avatarstream.pipeline.pipeline import Pipeline
-from avatarstream.runtime.module import Module
+
+if TYPE_CHECKING:  # the registry imports this module to list families: it must not load torch
+    import numpy as np
+    import torch
+
+    from avatarstream.pipeline.pipeline import Pipeline
+    from avatarstream.runtime.module import Module
 
 OptionsLike = FamilyOptions | Mapping[str, Any] | None
 

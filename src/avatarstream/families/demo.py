@@ -22,8 +22,9 @@ import torch
 
 from avatarstream.errors import InputError
 from avatarstream.families.chunk_plan import ChunkPlan
+from avatarstream.families.demo_options import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS, DEFAULTS, DemoOptions
 from avatarstream.families.demo_parallel import split_a2v
-from avatarstream.families.options import FamilyOptions, option
+from avatarstream.families.options import FamilyOptions
 from avatarstream.models.demo import (
     A2VDiT,
     AudioEncoder,
@@ -57,30 +58,6 @@ RANDOM_NOTE = (
     "note: this model has random weights (demo-tiny, or demo without trained weights): it renders grey noise, "
     "at the speed of the real thing; it is for benchmarks and tests. --model demo animates the bundled avatar"
 )
-DEFAULT_CHUNK_FRAMES = 12
-DEFAULT_INTERP_FRAMES = 3
-DEFAULT_STEPS = 4
-DEFAULT_SHIFT = 3.0
-DEFAULTS = {"chunk_frames": DEFAULT_CHUNK_FRAMES, "interp_frames": DEFAULT_INTERP_FRAMES, "steps": DEFAULT_STEPS, "shift": DEFAULT_SHIFT}
-
-
-@dataclass(frozen=True)
-class DemoOptions(FamilyOptions):
-    """The demo family's options: chunking, sampler steps and shift, and a procedural identity to show."""
-
-    chunk_frames: int | None = option(help=f"new frames per N-chunk ({DEFAULT_CHUNK_FRAMES})", minimum=1, maximum=1000)
-    interp_frames: int | None = option(
-        help=f"frames each I-chunk regenerates at a seam; 0 switches I-chunks off ({DEFAULT_INTERP_FRAMES})", minimum=0, maximum=1000
-    )
-    steps: int | None = option(help=f"flow-matching Euler steps ({DEFAULT_STEPS})", maximum=1000)
-    shift: float | None = option(help=f"time shift of the flow-matching schedule ({DEFAULT_SHIFT:g})")
-    avatar: int | None = option(
-        help="show the procedural identity SEED (what the demo weights were trained on) instead of a reference image",
-        minimum=0,
-        scope="request",
-        metavar="SEED",
-    )
-
 
 _NETWORKS = {
     "vae": CausalVAE,

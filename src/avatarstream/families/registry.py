@@ -6,7 +6,11 @@ A package registers a family under the entry-point group ``avatarstream.families
     colourbars = "my_package.family:ColourBarsFamily"
 
 Nothing is imported until a family is asked for by name, so listing the names
-(``--model`` choices, ``--help``) costs nothing.
+(``--model`` choices, ``--help``) costs nothing. A family's options are read
+without loading its models (the CLI builds its flags from them): the built-in
+families keep their options in modules of their own, and a plug-in's options
+are its class's ``Options`` (keep the module that defines the class light for a
+fast ``--help``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,12 @@ BUILTIN = {
     "demo": "avatarstream.families.demo:DemoFamily",
     "demo-tiny": "avatarstream.families.demo:DemoTinyFamily",
     "infinitetalk": "avatarstream.families.infinitetalk.family:InfiniteTalkFamily",
+}
+#: Their options, in modules that load no model code: name -> "module:Class".
+BUILTIN_OPTIONS = {
+    "demo": "avatarstream.families.demo_options:DemoOptions",
+    "demo-tiny": "avatarstream.families.demo_options:DemoOptions",
+    "infinitetalk": "avatarstream.families.infinitetalk.options:InfiniteTalkOptions",
 }
 
 
@@ -59,19 +69,33 @@ def names() -> list[str]:
 
 def family_class(name: str) -> FamilyClass:
     """The class registered as ``name``, imported now; an unknown name is an InputError listing the known ones."""
-    entry = registered().get(name)
-    if entry is None:
-        raise InputError(f"unknown model {name!r}; choose one of: {', '.join(names())} (`avatarstream families` says what each is)")
-    module_name, _, attribute = entry.target.partition(":")
-    try:
-        cls: FamilyClass = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise InputError(f"model {name!r} is registered by {entry.origin} as {entry.target}, which cannot be imported: {exc}") from exc
+    entry = _entry(name)
+    cls: FamilyClass = _load(entry, entry.target)
     return cls
 
 
 def options_class(name: str) -> type[FamilyOptions]:
+    """The options dataclass of family ``name``, without loading a built-in family's models."""
+    entry = _entry(name)
+    if name in BUILTIN_OPTIONS and entry.origin == "avatarstream":
+        options: type[FamilyOptions] = _load(entry, BUILTIN_OPTIONS[name])
+        return options
     return family_class(name).Options
+
+
+def _entry(name: str) -> Registered:
+    entry = registered().get(name)
+    if entry is None:
+        raise InputError(f"unknown model {name!r}; choose one of: {', '.join(names())} (`avatarstream families` says what each is)")
+    return entry
+
+
+def _load(entry: Registered, target: str) -> Any:
+    module_name, _, attribute = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(f"model {entry.name!r} is registered by {entry.origin} as {target}, which cannot be imported: {exc}") from exc
 
 
 def load_family(

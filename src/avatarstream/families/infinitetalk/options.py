@@ -5,15 +5,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import torch
-
-from avatarstream.errors import InputError
 from avatarstream.families.infinitetalk.presets import PRESETS
 from avatarstream.families.options import FamilyOptions, Size, option
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+if TYPE_CHECKING:  # the CLI reads these options to build its flags: torch loads only when a model does
+    import torch
+
+DTYPES = ("fp32", "bf16", "fp16")
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class InfiniteTalkOptions(FamilyOptions):
 
     presets: ClassVar[dict[str, dict[str, Any]]] = {name: dataclasses.asdict(preset) for name, preset in PRESETS.items()}
 
-    dtype: str | None = option(help="weight precision (default: bf16 on CUDA, fp32 on the CPU)", choices=tuple(DTYPES), scope="load")
+    dtype: str | None = option(help="weight precision (default: bf16 on CUDA, fp32 on the CPU)", choices=DTYPES, scope="load")
     base: Path | None = option(help="the Wan2.1-I2V-14B-480P (or -Diffusers) folder, if not under --weights", scope="load", metavar="DIR")
     adapter: Path | None = option(help="infinitetalk.safetensors (or its folder), if not under --weights", scope="load", metavar="PATH")
     audio_encoder: Path | None = option(help="the chinese-wav2vec2-base folder, if not under --weights", scope="load", metavar="DIR")
@@ -51,9 +51,9 @@ class InfiniteTalkOptions(FamilyOptions):
     )
 
     def torch_dtype(self, device: torch.device) -> torch.dtype:
-        """``--dtype``: bf16 on CUDA and fp32 on the CPU unless named."""
+        """``--dtype``: bf16 on CUDA and fp32 on the CPU unless named (the dataclass has checked the name)."""
+        import torch
+
         if self.dtype is None:
             return torch.bfloat16 if device.type == "cuda" else torch.float32
-        if self.dtype not in DTYPES:
-            raise InputError(f"unknown --dtype {self.dtype!r}; choose one of: {', '.join(DTYPES)}")
-        return DTYPES[self.dtype]
+        return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[self.dtype]

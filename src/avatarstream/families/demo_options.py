@@ -1,0 +1,31 @@
+"""The demo family's options and defaults, apart from its models so that the CLI reads them without loading torch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from avatarstream.families.options import FamilyOptions, option
+
+DEFAULT_CHUNK_FRAMES = 12
+DEFAULT_INTERP_FRAMES = 3
+DEFAULT_STEPS = 4
+DEFAULT_SHIFT = 3.0
+DEFAULTS = {"chunk_frames": DEFAULT_CHUNK_FRAMES, "interp_frames": DEFAULT_INTERP_FRAMES, "steps": DEFAULT_STEPS, "shift": DEFAULT_SHIFT}
+
+
+@dataclass(frozen=True)
+class DemoOptions(FamilyOptions):
+    """The demo family's options: chunking, sampler steps and shift, and a procedural identity to show."""
+
+    chunk_frames: int | None = option(help=f"new frames per N-chunk ({DEFAULT_CHUNK_FRAMES})", minimum=1, maximum=1000)
+    interp_frames: int | None = option(
+        help=f"frames each I-chunk regenerates at a seam; 0 switches I-chunks off ({DEFAULT_INTERP_FRAMES})", minimum=0, maximum=1000
+    )
+    steps: int | None = option(help=f"flow-matching Euler steps ({DEFAULT_STEPS})", maximum=1000)
+    shift: float | None = option(help=f"time shift of the flow-matching schedule ({DEFAULT_SHIFT:g})")
+    avatar: int | None = option(
+        help="show the procedural identity SEED (what the demo weights were trained on) instead of a reference image",
+        minimum=0,
+        scope="request",
+        metavar="SEED",
+    )
