@@ -8,22 +8,11 @@ import json
 import platform
 from pathlib import Path
 
-import torch
-from tqdm import tqdm
-
-from avatarstream.benchmarks.context import BenchContext
-from avatarstream.benchmarks.scenarios import SCENARIOS
+from avatarstream.benchmarks.catalog import SUMMARIES
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, model_options
 from avatarstream.cli.runtime_args import add_runtime_arguments
 from avatarstream.errors import InputError
-from avatarstream.runtime.cpu_threads import set_threads
-from avatarstream.runtime.devices import resolve_device
-
-
-def _summary(doc: str | None) -> str:
-    """A docstring's first line; empty when docstrings are stripped (python -OO)."""
-    return (doc or "").partition("\n")[0]
 
 
 def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
@@ -32,12 +21,12 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
         help="measure time to first frame, fps, real-time factor, per-stage time, overhead and memory",
         description=(
             "Run benchmark scenarios and write one JSON per scenario plus PNG plots. Scenarios: "
-            + "; ".join(f"{name}: {_summary(fn.__doc__)}" for name, fn in SCENARIOS.items())
+            + "; ".join(f"{name}: {summary}" for name, summary in SUMMARIES.items())
         ),
         epilog="example: avatarstream bench --scenario speed --scenario overhead --out bench/results/today",
         formatter_class=DefaultsHelpFormatter,
     )
-    p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="scenario to run (repeatable; default: speed)")
+    p.add_argument("--scenario", action="append", choices=sorted(SUMMARIES), help="scenario to run (repeatable; default: speed)")
     add_runtime_arguments(p)
     p.add_argument("--seconds", type=float, default=30.0, help="audio length of each measured run")
     p.add_argument("--minutes", type=float, default=30.0, help="session length of the memory scenario")
@@ -50,11 +39,20 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.seconds <= 0 or args.minutes <= 0 or args.repeats < 1:
         raise InputError("--seconds and --minutes must be positive and --repeats at least 1")
+    options = model_options(args)
+    import torch  # the scenarios load models: torch and the model code come in only now that the command line is good
+    from tqdm import tqdm
+
+    from avatarstream.benchmarks.context import BenchContext
+    from avatarstream.benchmarks.scenarios import SCENARIOS
+    from avatarstream.runtime.cpu_threads import set_threads
+    from avatarstream.runtime.devices import resolve_device
+
     set_threads(args.threads)
     device = resolve_device(args.device)
     args.out.mkdir(parents=True, exist_ok=True)
     ctx = BenchContext(
-        args.model, device, args.seconds, args.repeats, args.out, minutes=args.minutes, weights=args.weights, model_options=model_options(args), argv=args.argv
+        args.model, device, args.seconds, args.repeats, args.out, minutes=args.minutes, weights=args.weights, model_options=options, argv=args.argv
     )
     machine = {
         "date": datetime.date.today().isoformat(),

@@ -10,8 +10,6 @@ from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.runtime_args import add_runtime_arguments
 from avatarstream.errors import InputError
 from avatarstream.families.registry import DEFAULT_MODEL, load_family, names
-from avatarstream.runtime.cpu_threads import set_threads
-from avatarstream.runtime.devices import resolve_device
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -42,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from avatarstream.avatars.speech import espeak_available
     from avatarstream.evaluation.plots import write_plots
     from avatarstream.evaluation.run import evaluate
+    from avatarstream.runtime.cpu_threads import set_threads
+    from avatarstream.runtime.devices import resolve_device
 
     if args.clips < 1 or args.clip_seconds < 2 or args.minutes < 0:
         raise InputError("--clips must be >= 1, --clip-seconds >= 2 and --minutes >= 0")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from avatarstream.runtime.devices import DEVICE_CHOICES
+from avatarstream.runtime.names import DEVICE_CHOICES
 
 THREADS_HELP = (
     "torch CPU threads (default: one per core; idle threads sleep, so other jobs on the machine slow a render "

@@ -5,8 +5,7 @@ from __future__ import annotations
 import torch
 
 from avatarstream.errors import InputError
-
-DEVICE_CHOICES = ("auto", "cpu", "cuda")
+from avatarstream.runtime.names import DEVICE_CHOICES
 
 
 def resolve_device(name: str) -> torch.device:
