@@ -24,6 +24,7 @@ from avatarstream.errors import InputError
 from avatarstream.families.base import Family
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.registry import DEFAULT_MODEL, load_family, options_class
+from avatarstream.input_warnings import Warnings, audio_rate_warning, collecting, model_warnings, warn_on_audio_rate
 from avatarstream.output_paths import check_outputs, removed_on_failure
 from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.pipeline.trace import TraceWriter
@@ -95,7 +96,9 @@ def render(
     ``parallel``: how the processes of a torchrun launch split the session, as ``--parallel``.
     ``overlap``: finish chunk k while chunk k+1 generates (default: on with CUDA).
     ``threads``: torch CPU threads (default: one per core). ``report`` /
-    ``trace``: write the JSON report / a Chrome trace. Raises ``InputError``
+    ``trace``: write the JSON report / a Chrome trace. Warnings about the inputs (random weights, a reference the
+    weights cannot animate, audio below the model's rate) are printed once each on stderr (``warning: ...``) and
+    listed in the report's ``warnings``. Raises ``InputError``
     (bad input, before any output is started) or ``PublishError``; an output
     being written is finalized and playable even when the render fails.
     """
@@ -126,6 +129,10 @@ def render(
             opened.close()
 
 
+def _print_warning(text: str) -> None:
+    tqdm.write(f"warning: {text}", file=sys.stderr)  # above the progress bar, if one is drawn
+
+
 def _kept_preview(outputs: Outputs, sinks: Iterable[Sink]) -> PreviewServer | None:
     """The preview server that outlives the render (``keep_preview``), if there is one."""
     if not (outputs.preview and outputs.keep_preview):
@@ -141,24 +148,34 @@ def _render(
     overlap: bool | None, seed: int, preset: str, report: PathLike | None, trace: PathLike | None, progress: bool,
 ) -> RenderResult:  # fmt: skip
     load_start = time.perf_counter()
+    warnings = Warnings(on_new=_print_warning if rank.publishes else None)  # rank 0 speaks for every rank
     if isinstance(model, str):
         options = options_class(model).parse(model_options)
-        family = load_family(model, weights, options, device=device)
+        with collecting(warnings):
+            family = load_family(model, weights, options, device=device)
         name = model
     else:
         options = model.Options.parse(model_options)
         if weights is not None or options.given("load"):
             raise InputError("weights and the model's load options choose how a model is loaded; pass them to load_family, not with a loaded family")
         family, name = model, model.name
+    warnings.extend(model_warnings(family))
     pipeline = family.build(device, options, residency=parse_residency(residency, family.modules),
                             overlap=device.type == "cuda" if overlap is None else overlap, read_ahead=True)  # fmt: skip
     pipeline.prepare()
     load_s = time.perf_counter() - load_start
 
-    image = family.reference(Path(reference) if reference is not None else None, options)
+    with collecting(warnings):
+        image = family.reference(Path(reference) if reference is not None else None, options)
     if not rank.publishes:  # the other ranks follow rank 0's run; only rank 0 writes
         pipeline.follow()
         return RenderResult({}, [])
+    duration = getattr(audio, "duration_s", None)
+    rate = getattr(audio, "sample_rate", None)
+    if isinstance(rate, int):  # a file says its rate when it is opened
+        warnings.extend(filter(None, [audio_rate_warning(rate, pipeline.model_sample_rate)]))
+    else:  # a live source, with its first block
+        audio = warn_on_audio_rate(audio, pipeline.model_sample_rate, warnings)
     width, height = family.frame_size
     try:
         settings = EncoderSettings(width=width, height=height, fps=family.fps, preset=preset)
@@ -172,7 +189,7 @@ def _render(
             "settings": family.settings, "load_s": round(load_s, 4), "processes": rank.world_size, "parallel": rank.layout.text(),
             "numa": dataclasses.asdict(rank.binding) if rank.binding else None, "cpu": cpu_report(),
         },
-        late_fields={"stage_switches": runtime.switch_summary, "runtime": runtime.summary},
+        late_fields={"stage_switches": runtime.switch_summary, "runtime": runtime.summary, "warnings": warnings.list},
         chunk_fields=runtime.take_chunk_stats,
     )  # fmt: skip
     observers: list[Any] = [recorder]
@@ -182,7 +199,6 @@ def _render(
     with removed_on_failure(outputs):
         publisher = outputs.open(settings)
     kept = _kept_preview(outputs, publisher.sinks)
-    duration = getattr(audio, "duration_s", None)
     try:
         with publisher, tqdm(total=round(duration * family.fps) if duration else None, unit="frame", disable=not progress, desc="render") as bar:
             for media in pipeline.stream(audio, image, prompt, seed=seed, observers=observers):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -55,8 +54,8 @@ FORMAT_KEY, FORMAT_VERSION = "format_version", 1
 #: Folders of an InfiniteTalk download root, to name the right --model when one is given to demo.
 INFINITETALK_FOLDERS = ("InfiniteTalk", "chinese-wav2vec2-base", "Wan2.1-I2V-14B-480P", "Wan2.1-I2V-14B-480P-Diffusers")
 RANDOM_NOTE = (
-    "note: this model has random weights (demo-tiny, or demo without trained weights): it renders grey noise, "
-    "at the speed of the real thing; it is for benchmarks and tests. --model demo animates the bundled avatar"
+    "this model has random weights (drawn from seed {seed}): it renders grey noise, at the speed of the real thing; it is for benchmarks "
+    "and tests. --model demo with its bundled weights animates the bundled avatar"
 )
 
 _NETWORKS = {
@@ -77,6 +76,7 @@ class DemoFamily:
     modules: dict[str, Module]
     weights: str  # where the weights came from, for reports
     options: DemoOptions = field(default_factory=DemoOptions)  # of the last build
+    warnings: list[str] = field(default_factory=list)  # about the weights, for every run (input_warnings.py)
 
     Options: ClassVar[type[DemoOptions]] = DemoOptions
     summary: ClassVar[str] = "small models trained on procedural avatars; real time on a CPU, bundled with the package"
@@ -91,7 +91,6 @@ class DemoFamily:
         if weights_dir is None and cls.variant == "default" and (SHIPPED_WEIGHTS / "config.json").is_file():
             weights_dir = Path(str(SHIPPED_WEIGHTS))
         if weights_dir is None:
-            print(RANDOM_NOTE, file=sys.stderr)
             return cls.random(DemoConfig.tiny() if cls.variant == "tiny" else DemoConfig(), seed=seed)
         folder = Path(weights_dir)
         config = _read_config(folder)
@@ -102,7 +101,7 @@ class DemoFamily:
     def random(cls, config: DemoConfig, *, seed: int = 0) -> DemoFamily:
         """Every module from random weights drawn from ``seed`` (for benchmarks and before training)."""
         modules = {name: Module.build(name, partial(net, config), seed=seed + i) for i, (name, net) in enumerate(_NETWORKS.items())}
-        return cls(config, modules, f"random (seed {seed})")
+        return cls(config, modules, f"random (seed {seed})", warnings=[RANDOM_NOTE.format(seed=seed)])
 
     def save(self, folder: str | Path) -> None:
         folder = Path(folder)

@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse
 from starlette.websockets import WebSocketState
 
 from avatarstream.errors import InputError
-from avatarstream.serve.audio_input import PcmDecoder, PcmSegment
+from avatarstream.serve.audio_input import ClipSegment, PcmDecoder, PcmSegment
 from avatarstream.serve.auth import CHALLENGE
 from avatarstream.serve.context import ServerContext
 from avatarstream.serve.problems import ServeError
@@ -90,9 +90,15 @@ async def _receive(ws: WebSocket, server: ServerContext, session: Session, decod
     """Read until the client goes away; returns its close code."""
     live = session.live
     assert live is not None
+    if decoder is not None:
+        session.check_audio_rate(decoder.rate)
 
     async def speak(data: bytes) -> None:
-        segment = PcmSegment(decoder.decode(data)) if decoder is not None else await server.blocking(store_clip, data, session.folder)
+        if decoder is not None:
+            segment: PcmSegment | ClipSegment = PcmSegment(decoder.decode(data))
+        else:
+            segment = await server.blocking(store_clip, data, session.folder)
+            session.check_audio_rate(segment.sample_rate)
         await live.wait_for_room()
         live.push(segment)
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.datastructures import UploadFile as StarletteUpload
 
 from avatarstream.errors import InputError
+from avatarstream.input_warnings import Warnings, audio_rate_warning, model_warnings
 from avatarstream.serve.audio_input import ClipSegment
 from avatarstream.serve.context import Blocking, Server, ServerContext, authorized, form_body
 from avatarstream.serve.model_options import FIELD_HELP as MODEL_OPTIONS_HELP
@@ -71,8 +72,8 @@ async def open_session(
     """Admit, read the inputs into the new session's folder, start the run (shared by live sessions, jobs and a fleet's slots).
 
     The session's ``model_options`` are merged over the server's; options of scope build that differ from the server's
-    give it a pipeline of its own (pipelines.py). A batch job always writes its MP4, and its outputs say so. ``resume`` and
-    ``saving``: see ``SessionManager.start``."""
+    give it a pipeline of its own (pipelines.py). A batch job always writes its MP4, and its outputs say so. What the model
+    and the inputs warn of goes into the session's ``warnings``. ``resume`` and ``saving``: see ``SessionManager.start``."""
     if form.seed < 0:
         raise InputError(f"seed must be 0 or more, got {form.seed}")
     outputs = form.outputs.model_copy(update={"file": True}) if mode == "batch" else form.outputs
@@ -81,20 +82,22 @@ async def open_session(
     manager = server.manager
     folder = manager.reserve()
     built = source = None
+    warnings = Warnings(model_warnings(pipelines.family))
     try:
         built = await server.blocking(pipelines.acquire, options)
-        make = partial(pipelines.reference, built, options=options)
+        make = partial(pipelines.reference, built, options=options, warnings=warnings)
         image = await server.blocking(reference_image, form.identity, form.reference, folder, make, server.settings.max_upload_bytes)
         if audio is not None:
             check_audio_type(audio.content_type)
             path = await server.blocking(save_upload, audio, folder, server.settings.max_upload_bytes)
             source = await server.blocking(open_upload_audio, path)
+            warnings.extend(filter(None, [audio_rate_warning(source.sample_rate, built.pipeline.model_sample_rate)]))
     except BaseException:
         if built is not None:
             pipelines.release(built)
         manager.release(folder)
         raise
-    return manager.start(mode, folder, outputs, built, image, form.prompt, form.seed, source, resume=resume, saving=saving)
+    return manager.start(mode, folder, outputs, built, image, form.prompt, form.seed, source, resume=resume, saving=saving, warnings=warnings)
 
 
 @dataclass(frozen=True)
@@ -180,6 +183,7 @@ async def upload_audio(sid: str, request: Request, server: Server) -> AudioQueue
     path = await receive_audio(request, session.folder, server.settings.max_upload_bytes, server.blocking)
     source = await server.blocking(open_upload_audio, path)
     clip = ClipSegment(source, path)
+    session.check_audio_rate(source.sample_rate)
     try:
         live = server.manager.get(sid, "live").live  # the session may have ended while the body arrived
     except NotFound:

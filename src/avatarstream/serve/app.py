@@ -34,6 +34,7 @@ from starlette.middleware.base import RequestResponseEndpoint
 from avatarstream.errors import AvatarStreamError, InputError
 from avatarstream.families.base import Family
 from avatarstream.families.registry import load_family
+from avatarstream.input_warnings import model_warnings
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.runtime.devices import resolve_device
@@ -90,7 +91,11 @@ def create_app(settings: ServeSettings, device: torch.device | None = None) -> F
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         manager.start_reaper()
-        event("server ready", model=settings.model, device=str(device), max_sessions=settings.max_sessions, auth=settings.token is not None)
+        found = model_warnings(family)  # every session's JSON repeats them
+        event(
+            "server ready", logging.WARNING if found else logging.INFO, model=settings.model, device=str(device),
+            max_sessions=settings.max_sessions, auth=settings.token is not None, warnings=found,
+        )  # fmt: skip
         try:
             yield
         finally:

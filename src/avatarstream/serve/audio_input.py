@@ -54,6 +54,7 @@ class PcmDecoder:
         if channels not in (1, 2):
             raise InputError(f"channels must be 1 or 2, got {channels}")
         self.dtype = PCM_FORMATS[fmt]
+        self.rate = rate
         self.channels = channels
         self._resampler = Resampler(rate, channels)
 
@@ -78,6 +79,7 @@ class ClipSegment:
     def __init__(self, source: AudioFileSource, path: Path) -> None:
         self.path = path
         self._source = source
+        self.sample_rate = source.sample_rate  # the clip's own, before resampling
         self._blocks = iter(self._source)
         self._resampler = Resampler(self._source.sample_rate, self._source.channels)
         self._pending = np.zeros(0, np.float32)

@@ -28,6 +28,7 @@ import torch
 from avatarstream.errors import InputError
 from avatarstream.families.base import Family
 from avatarstream.families.options import FamilyOptions
+from avatarstream.input_warnings import Warnings, collecting
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.publish.settings import EncoderSettings
 from avatarstream.serve.model_options import by_name, parse_model_options
@@ -113,12 +114,14 @@ class Pipelines:
             if self._users.get(built.key, 0) > 0:
                 self._users[built.key] -= 1
 
-    def reference(self, built: Built, path: Path | None, options: FamilyOptions) -> np.ndarray:
-        """The family's reference (``path``, or its default) fitted for ``built``'s pipeline; ``options``: the session's (blocking)."""
+    def reference(self, built: Built, path: Path | None, options: FamilyOptions, warnings: Warnings | None = None) -> np.ndarray:
+        """The family's reference (``path``, or its default) fitted for ``built``'s pipeline; ``options``: the session's (blocking).
+        What the family warns of while reading it goes to ``warnings``."""
         with self._lock:
             if self._last != built.key:
                 self._build(built.key, built.options)  # the family fits references to its last build: make that this one
-            return self.family.reference(path, options)
+            with collecting(warnings):
+                return self.family.reference(path, options)
 
     @property
     def in_use(self) -> dict[Key, int]:

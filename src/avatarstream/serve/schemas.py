@@ -41,6 +41,7 @@ class Stats(BaseModel):
     queued_audio_s: float = Field(description="speech waiting to be spoken (live)")
     speaking: bool = Field(description="the last published frames carry speech")
     chunk_latency_s: float | None = Field(description="wall time of the last generated chunk")
+    hls_ready: bool = Field(False, description="the HLS playlist (links.hls) has its first segment: a player can load it now, where before it got 404")
 
 
 class SessionInfo(BaseModel):
@@ -52,6 +53,11 @@ class SessionInfo(BaseModel):
     outputs: Outputs
     links: dict[str, str] = Field(description="where to send audio, watch, download")
     stats: Stats
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="what the session was given that it cannot use well, each with its advice: random weights, a reference the "
+        "weights cannot animate, audio below the model's sample rate (the server's log has them too)",
+    )
 
 
 class Interrupted(BaseModel):

@@ -19,11 +19,13 @@ import numpy as np
 from pydantic import BaseModel
 
 from avatarstream.errors import AvatarStreamError
+from avatarstream.input_warnings import Warnings, audio_rate_warning
 from avatarstream.pipeline.observer import ChunkDone, RunObserver
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.pipeline.resume import Resumable
 from avatarstream.publish.media import MediaChunk
 from avatarstream.publish.publisher import Publisher
+from avatarstream.publish.sinks.hls import PLAYLIST
 from avatarstream.serve.live_audio import Interruption, LiveAudio
 from avatarstream.serve.logs import event
 from avatarstream.serve.metrics import FrameRate, ServeMetrics
@@ -74,6 +76,7 @@ class Session:
         *,
         resume: SavedSession | None = None,
         saving: bool = False,
+        warnings: Warnings | None = None,
     ) -> None:
         self.id = sid
         self.log_id = hashlib.sha256(sid.encode()).hexdigest()[:10]  # follows a session through the logs; reveals nothing of its id
@@ -109,6 +112,8 @@ class Session:
         self._submitting: concurrent.futures.Future[None] | None = None
         self._in_submit = False
         self.task: asyncio.Task[None] | None = None
+        self.warnings = warnings if warnings is not None else Warnings()  # those found so far are in the "session opened" line
+        self.warnings.on_new = self._log_warning
 
     # -- running ----------------------------------------------------------------------------------
 
@@ -165,6 +170,15 @@ class Session:
         event("interrupted", session=self.log_id, **asdict(done))
         self.broadcast(InterruptedEvent(**asdict(done)))
         return done
+
+    def check_audio_rate(self, rate: int) -> None:
+        """Warn of speech sampled below the rate the model listens at (live audio is resampled before the pipeline sees it)."""
+        text = audio_rate_warning(rate, self.pipeline.model_sample_rate)
+        if text is not None:
+            self.warnings.add(text)
+
+    def _log_warning(self, text: str) -> None:
+        event("session warning", logging.WARNING, session=self.log_id, mode=self.mode, warning=text)
 
     def saved(self) -> SavedSession | None:
         """The latest resumable state (None before the first chunk, or when its speech position has gone from memory)."""
@@ -251,8 +265,12 @@ class Session:
             queued_audio_s=round(self.live.queued_s, 3) if self.live is not None else 0.0,
             speaking=self.speaking,
             chunk_latency_s=_round(self.chunk_latency_s),
+            hls_ready=self.outputs.hls_dir is not None and (self.outputs.hls_dir / PLAYLIST).is_file(),
         )
-        return SessionInfo(id=self.id, log_id=self.log_id, mode=self.mode, state=self.state, error=self.error, outputs=self.spec, links=links, stats=stats)
+        return SessionInfo(
+            id=self.id, log_id=self.log_id, mode=self.mode, state=self.state, error=self.error, outputs=self.spec, links=links, stats=stats,
+            warnings=self.warnings.list(),
+        )  # fmt: skip
 
 
 class _ChunkTimer(RunObserver):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from avatarstream.input_warnings import Warnings
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.publish.publisher import Publisher
 from avatarstream.runtime.allocator import release_free_memory
@@ -88,11 +89,13 @@ class SessionManager:
         *,
         resume: SavedSession | None = None,
         saving: bool = False,
+        warnings: Warnings | None = None,
     ) -> Session:
         """Open outputs and start the run on ``built``'s pipeline in a reserved slot; on failure the slot, the folder and
         ``built`` (acquired from the engine's pipelines) are freed.
 
-        ``resume`` carries a saved live session on; ``saving`` keeps its resumable state after every chunk (a fleet's replica)."""
+        ``resume`` carries a saved live session on; ``saving`` keeps its resumable state after every chunk (a fleet's replica).
+        ``warnings``: those found while reading its inputs (logged with the session's first line, and in its JSON)."""
         try:
             outputs = build_outputs(spec, folder, live=mode == "live")
             try:
@@ -112,12 +115,18 @@ class SessionManager:
         source = self._audio(mode, audio, built.pipeline)
         if resume is not None and isinstance(source, LiveAudio):
             source.resume_at(resume.state.audio.input_samples, resume.speech_done)
-        session = Session(sid, mode, self.engine, built, folder, spec, outputs, publisher, source, reference, prompt, seed, resume=resume, saving=saving)
+        session = Session(
+            sid, mode, self.engine, built, folder, spec, outputs, publisher, source, reference, prompt, seed, resume=resume, saving=saving, warnings=warnings
+        )
         self.active[sid] = session
         session.task = asyncio.get_running_loop().create_task(self._run(session))
         self.engine.metrics.started.labels(mode).inc()
         self.engine.metrics.sessions.labels(mode).inc()
-        event("session opened", session=session.log_id, mode=mode, outputs=spec.model_dump(exclude_none=True, exclude={"rtmp", "kvs"}))
+        found = session.warnings.list()
+        event(
+            "session opened", logging.WARNING if found else logging.INFO, session=session.log_id, mode=mode,
+            outputs=spec.model_dump(exclude_none=True, exclude={"rtmp", "kvs"}), warnings=found,
+        )  # fmt: skip
         return session
 
     def _audio(self, mode: Mode, audio: AudioFileSource | None, pipeline: Pipeline) -> AsyncIterable[PcmBlock]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +11,15 @@ from avatarstream.avatars.detect import looks_procedural
 from avatarstream.avatars.identity import Identity
 from avatarstream.avatars.renderer import reference_image
 from avatarstream.errors import InputError
+from avatarstream.input_warnings import warn
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image, square_resize
 
-PHOTO_NOTE = "note: the bundled demo weights only animate procedural avatars (see MODEL.md); use --avatar SEED, or --weights for a model trained on faces"
+PHOTO_NOTE = (
+    "the reference is not a procedural avatar, and the bundled demo weights animate only those, the faces they were trained on "
+    '(MODEL.md), not photographs: show one with --avatar SEED (on the server, model_options {"avatar": SEED}), or use a model trained on faces: '
+    "--model infinitetalk --weights ROOT"
+)
 
 
 def choose_reference(reference: Path | None, avatar: int | None, size: int, *, shipped_weights: bool) -> np.ndarray:
@@ -30,5 +34,5 @@ def choose_reference(reference: Path | None, avatar: int | None, size: int, *, s
         return load_reference_image(DEFAULT_REFERENCE, size)
     image = load_reference_image(reference, size)
     if shipped_weights and not looks_procedural(image):
-        print(PHOTO_NOTE, file=sys.stderr)
+        warn(PHOTO_NOTE)
     return image

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -20,7 +20,7 @@ import torch
 
 from avatarstream.errors import InputError
 from avatarstream.families.chunk_plan import ChunkPlan
-from avatarstream.families.infinitetalk.layout import resolve
+from avatarstream.families.infinitetalk.layout import random_mark, resolve
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
 from avatarstream.families.infinitetalk.presets import NEGATIVE_PROMPT, PRESETS, Preset, check_geometry, check_size
@@ -47,6 +47,10 @@ if TYPE_CHECKING:
 
 FRAMES = FrameLayout(stride=VAE_TEMPORAL_STRIDE, first=1)
 DEFAULT_PRESET = "infinitetalk"
+RANDOM_WARNING = (
+    "these InfiniteTalk weights are random ({how}): the video is noise, at the speed of the real thing; they are for tests. "
+    "Download the real weights (docs/models/infinitetalk.md) and give their folder with --weights ROOT"
+)
 
 
 @dataclass
@@ -57,6 +61,7 @@ class InfiniteTalkFamily:
     modules: dict[str, Module]
     weights: str
     resolved: Preset = PRESETS[DEFAULT_PRESET]  # the settings of the last build
+    warnings: list[str] = field(default_factory=list)  # about the weights, for every run (input_warnings.py)
 
     @property
     def frame_size(self) -> tuple[int, int]:
@@ -81,11 +86,13 @@ class InfiniteTalkFamily:
         options = options or InfiniteTalkOptions()
         layout = resolve(root, base=options.base, adapter=options.adapter, audio_encoder=options.audio_encoder)
         networks = InfiniteTalkNetworks.load(layout, options.torch_dtype(device or torch.device("cpu")))
-        return cls.from_networks(networks, f"{layout.base} ({layout.layout} layout), {layout.adapter}, {layout.audio_encoder}")
+        random = random_mark(layout.adapter)
+        warnings = [RANDOM_WARNING.format(how=random)] if random is not None else []
+        return cls.from_networks(networks, f"{layout.base} ({layout.layout} layout), {layout.adapter}, {layout.audio_encoder}", warnings=warnings)
 
     @classmethod
-    def from_networks(cls, networks: InfiniteTalkNetworks, weights: str) -> InfiniteTalkFamily:
-        """The family around loaded (or benchmark-built) networks, each a runtime Module."""
+    def from_networks(cls, networks: InfiniteTalkNetworks, weights: str, *, warnings: list[str] | None = None) -> InfiniteTalkFamily:
+        """The family around loaded (or benchmark-built) networks, each a runtime Module; ``warnings``: about the weights."""
         assert networks.text_encoder is not None and networks.image_encoder is not None
         modules = {
             "dit": Module("dit", networks.dit),
@@ -94,7 +101,7 @@ class InfiniteTalkFamily:
             "text_encoder": Module("text_encoder", networks.text_encoder.network),
             "image_encoder": Module("image_encoder", networks.image_encoder.network),
         }
-        return cls(networks, modules, weights)
+        return cls(networks, modules, weights, warnings=list(warnings or []))
 
     @property
     def settings(self) -> dict[str, object]:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from safetensors import SafetensorError, safe_open
+
 from avatarstream.errors import InputError
 
 BASE_NAMES = ("Wan2.1-I2V-14B-480P", "Wan2.1-I2V-14B-720P")
@@ -25,6 +27,8 @@ VAE_FILE = "Wan2.1_VAE.pth"
 T5_FILE = "models_t5_umt5-xxl-enc-bf16.pth"
 T5_TOKENIZER_DIR = Path("google") / "umt5-xxl"
 CLIP_FILE = "models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth"
+#: The key a random checkpoint (tiny.py) sets in its adapter file's safetensors metadata; the value says how it was made.
+RANDOM_MARK = "avatarstream_random_weights"
 
 Layout = Literal["original", "diffusers"]
 
@@ -89,3 +93,13 @@ def _find_base(root: Path) -> Path:
     if not found:
         raise InputError(f"no Wan base model in {root}; expected one of: {', '.join(c.name for c in candidates)}")
     return found[0]
+
+
+def random_mark(adapter: Path) -> str | None:
+    """How a random checkpoint was made, from its adapter file's metadata; None for real weights (or an unreadable file,
+    which loading the adapter reports)."""
+    try:
+        with safe_open(str(adapter), framework="pt") as handle:
+            return (handle.metadata() or {}).get(RANDOM_MARK)
+    except (OSError, SafetensorError):
+        return None

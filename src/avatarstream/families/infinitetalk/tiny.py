@@ -19,7 +19,16 @@ from diffusers.models.transformers.transformer_wan import WanTransformer3DModel
 from safetensors.torch import save_file
 from transformers import Wav2Vec2Config, Wav2Vec2ForPreTraining
 
-from avatarstream.families.infinitetalk.layout import ADAPTER_FILE, AUDIO_ENCODER_DIR, BASE_NAMES, DIFFUSERS_SUFFIX, VAE_FILE, Layout, WeightsLayout
+from avatarstream.families.infinitetalk.layout import (
+    ADAPTER_FILE,
+    AUDIO_ENCODER_DIR,
+    BASE_NAMES,
+    DIFFUSERS_SUFFIX,
+    RANDOM_MARK,
+    VAE_FILE,
+    Layout,
+    WeightsLayout,
+)
 from avatarstream.families.infinitetalk.load_audio import WEIGHT_NORM
 from avatarstream.families.infinitetalk.original_names import dit_to_original, vae_to_original
 from avatarstream.families.infinitetalk.tiny_encoders import write_tiny_image_encoder, write_tiny_text_encoder
@@ -82,12 +91,13 @@ def write_sharded(folder: Path, stem: str, state: StateDict, shards: int) -> Non
 
 
 def write_dit(base: Path, adapter_file: Path, layout: Layout, config: InfiniteTalkConfig, seed: int, shards: int) -> None:
+    """The DiT's base shards and the adapter file; the adapter's metadata says the weights are random (the loader warns)."""
     dit = _seeded(seed, lambda: InfiniteTalkDiT(config.dit, config.adapter))
     state = _contiguous(dit.state_dict())
     adapter = {k: v for k, v in state.items() if is_adapter_key(k)}
     base_state = {k: v for k, v in state.items() if k not in adapter}
     adapter_file.parent.mkdir(parents=True, exist_ok=True)
-    save_file(adapter, str(adapter_file))
+    save_file(adapter, str(adapter_file), metadata={RANDOM_MARK: f"a tiny checkpoint written by scripts/make_tiny_checkpoint.py (seed {seed})"})
     if layout == "original":
         write_sharded(base, "diffusion_pytorch_model", dit_to_original(base_state, config.dit.num_layers), shards)
         (base / "config.json").write_text(json.dumps(config.dit.to_original(), indent=2))
