@@ -16,10 +16,11 @@ from pathlib import Path
 
 from avatarstream.errors import InputError
 from avatarstream.publish.outputs import Outputs, host_port
+from avatarstream.publish.sinks.file import EXTENSIONS as MP4_EXTENSIONS
 
 
 def check_outputs(outputs: Outputs, report: str | os.PathLike[str] | None, trace: str | os.PathLike[str] | None) -> None:
-    """Refuse unwritable output paths, one file named by two options, and a preview port that is taken."""
+    """Refuse unwritable output paths, a video file not named as an MP4, one file named by two options, and a preview port that is taken."""
     seen: dict[Path, str] = {}
     for option, value in (("--out", outputs.file), ("--report", report), ("--trace", trace)):
         if value is None or str(value) == "":
@@ -29,6 +30,8 @@ def check_outputs(outputs: Outputs, report: str | os.PathLike[str] | None, trace
             raise InputError(f"{seen[path]} and {option} both name {value}; give each output a file of its own")
         seen[path] = option
         _check_file(Path(value), option)
+        if option == "--out":
+            _check_extension(value)
     if outputs.hls is not None:
         hls = Path(outputs.hls)
         if hls.resolve() in seen:
@@ -52,6 +55,17 @@ def removed_on_failure(outputs: Outputs) -> Iterator[None]:
                 elif path.is_file() and path.stat().st_size == 0:
                     path.unlink()
         raise
+
+
+def _check_extension(file: str | os.PathLike[str]) -> None:
+    """The video file is an MP4 (H.264 + AAC) whatever its name: a name that says otherwise is refused, not silently kept."""
+    suffix = Path(file).suffix
+    if suffix.lower() not in MP4_EXTENSIONS:
+        said = f"ends with {suffix}" if suffix else "has no extension"
+        raise InputError(
+            f"--out {file} {said}, but the file written is an MP4 (H.264 + AAC); name it {' or '.join(MP4_EXTENSIONS)} "
+            "(--hls DIR writes HLS; other containers: convert the MP4 afterwards, e.g. with ffmpeg)"
+        )
 
 
 def _nearest_existing(path: Path) -> Path:

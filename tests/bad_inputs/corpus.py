@@ -202,7 +202,7 @@ CLI: list[Case] = [
     Case("opt-device-missing-gpu", "cli", render("--device", "cuda:9"), 2, ("cuda:9", "--device cpu or auto")),
     Case("opt-model-unknown", "cli", render("--model", "nope"), 2, ("invalid choice: 'nope'", "--help")),
     Case("opt-size-malformed", "cli", render("--size", "10x"), 2, ("expected WIDTHxHEIGHT",)),
-    Case("opt-x264-preset", "cli", render("--preset", "warp"), 2, ("preset 'warp' is not an x264 preset",)),
+    Case("opt-x264-preset", "cli", render("--x264-preset", "warp"), 2, ("preset 'warp' is not an x264 preset",)),
     Case("opt-unused-by-demo", "cli", render("--text-guidance", "2"), 2, ("the demo model has no use for --text-guidance",)),
     Case("opt-dtype-for-demo", "cli", render("--dtype", "bf16"), 2, ("takes neither --dtype",)),
     Case("opt-residency-unknown-module", "cli", render("--residency", "bogus=resident"), 2, ("unknown module 'bogus'", "this model has: vae")),
@@ -236,7 +236,9 @@ CLI: list[Case] = [
         2,
         ("--kvs NAME or --kvs-stream-arn ARN, not both",),
     ),
-    Case("out-named-txt", "cli", render("--out", lambda t: t / "o.txt"), 0, (), accepted=True),  # an MP4 whatever its name
+    Case("out-named-txt", "cli", render("--out", lambda t: t / "o.txt"), 2, ("ends with .txt", "is an MP4", ".mp4 or .m4v")),  # not written, then misnamed
+    Case("out-named-avi", "cli", render("--out", lambda t: t / "o.avi"), 2, ("ends with .avi", "is an MP4", ".mp4 or .m4v")),
+    Case("out-no-extension", "cli", render("--out", lambda t: t / "video"), 2, ("has no extension", ".mp4 or .m4v")),
     # -- serve -------------------------------------------------------------------------------------
     Case("serve-port-busy", "cli", serve("--port", lambda t: busy_port()), 2, ("cannot serve the API", "in use", "--port")),
     Case("serve-port-out-of-range", "cli", serve("--port", "70000"), 2, ("--port must be in 0..65535",)),
@@ -260,6 +262,7 @@ API: list[Case] = [
     Case("api-threads-0", "api", lambda t: {"audio": mk.good_wav(t), "threads": 0}, 2, ("--threads must be at least 1",)),
     Case("api-audio-nan-file", "api", lambda t: {"audio": nan_wav(t)}, 2, NAN_WORDS),
     Case("api-reference-bomb", "api", lambda t: {"audio": mk.good_wav(t), "reference": mk.png_bomb(t)}, 2, ("decompression bomb",)),
+    Case("api-out-named-avi", "api", lambda t: {"audio": mk.good_wav(t), "out": t / "o.avi"}, 2, ("ends with .avi", ".mp4 or .m4v")),
     Case("api-report-is-the-video", "api", lambda t: {"audio": mk.good_wav(t), "report": t / "o.mp4"}, 2, ("--out and --report both name",)),
     Case("api-blocks-3-channels", "api", blocks(PcmBlock(np.zeros((3, 1600), np.float32), 16000)), 2, ("1 or 2 channels",)),
     Case("api-blocks-rate-0", "api", blocks(PcmBlock(np.zeros((1, 1600), np.float32), 0)), 2, ("a positive rate",)),

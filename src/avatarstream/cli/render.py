@@ -38,7 +38,9 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p.add_argument("--report", type=Path, help="write a JSON report: time to first frame, fps, real-time factor, per-stage and per-chunk figures, memory")
     p.add_argument("--trace", type=Path, help="write a Chrome trace-event JSON (open in Perfetto) with one span per stage per chunk")
     p.add_argument("--seed", type=int, default=0, help="noise seed; the same seed gives the same video")
-    p.add_argument("--preset", default="veryfast", help="x264 speed preset")
+    from avatarstream.cli.encoder_args import add_x264_preset_argument
+
+    add_x264_preset_argument(p)
     add_runtime_arguments(p)
     p.add_argument(
         "--overlap",
@@ -65,14 +67,15 @@ def run(args: argparse.Namespace) -> int:
     outputs = outputs_from_args(args)
     result = render(
         args.audio, args.reference, out=outputs, prompt=args.prompt, model=args.model, weights=args.weights, model_options=options, device=args.device, residency=args.residency, parallel=args.parallel,
-        overlap=args.overlap, threads=args.threads, seed=args.seed, preset=args.preset, report=args.report, trace=args.trace,
+        overlap=args.overlap, threads=args.threads, seed=args.seed, preset=args.x264_preset, report=args.report, trace=args.trace,
         progress=not args.no_progress,
     )  # fmt: skip
     summary = result.report
     if not summary:  # a rank that does not publish
         return 0
+    wrote = [f"{what}{path}" for what, path in (("", outputs.file), ("HLS ", outputs.hls), ("report ", args.report), ("trace ", args.trace)) if path]
     print(
-        f"done{f' -> {outputs.file}' if outputs.file else ''}: {summary['frames']} frames ({summary['duration_s']:.2f} s) | "
+        f"done{' -> ' + ', '.join(wrote) if wrote else ''}: {summary['frames']} frames ({summary['duration_s']:.2f} s) | "
         f"time to first frame {summary['ttff_s']:.3f} s | real-time factor {summary['realtime_factor']:.2f}x | "
         f"{summary['fps_out']:.1f} fps | model load {summary['load_s']:.2f} s | peak RSS {summary['peak_rss_bytes'] / 2**20:.0f} MiB",
         flush=True,

@@ -58,7 +58,9 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-queued-audio", type=float, default=60.0, help="seconds of streamed speech a session queues before the socket waits")
     p.add_argument("--lookahead", type=float, help="seconds generation may run ahead of the wall clock (default: one chunk)")
     p.add_argument("--result-ttl", type=float, default=3600.0, help="seconds a finished video stays downloadable")
-    p.add_argument("--preset", default="veryfast", help="x264 speed preset")
+    from avatarstream.cli.encoder_args import add_x264_preset_argument
+
+    add_x264_preset_argument(p)
     p.add_argument("--work-dir", type=Path, help="folder for session files (default: a fresh temporary folder)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="JSON logs on stderr")
 
@@ -83,7 +85,7 @@ def server_settings(args: argparse.Namespace, *, max_sessions: int, processes: i
         max_queued_audio_s=args.max_queued_audio,
         lookahead_s=args.lookahead,
         result_ttl_s=args.result_ttl,
-        preset=args.preset,
+        preset=args.x264_preset,
         threads=args.threads,
         work_dir=args.work_dir,
         processes=processes,

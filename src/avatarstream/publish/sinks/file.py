@@ -17,6 +17,8 @@ from avatarstream.publish.sinks.paths import prepare_file
 # known, so its edit list keeps audio and video aligned (without it FFmpeg shifts
 # every video frame but the first by the priming). flush_packets pushes each
 # fragment to disk as soon as it is complete.
+#: The names an MP4 file may end with (the muxer writes MP4 whatever the name, so any other is refused before a render).
+EXTENSIONS = (".mp4", ".m4v")
 FRAGMENTED_OPTIONS = {"movflags": "frag_keyframe+empty_moov+delay_moov+default_base_moof", "flush_packets": "1"}
 
 
