@@ -20,6 +20,12 @@ def test_default_and_spinning_renders_alone_and_loaded(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir()), "the scenario leaves only what the caller writes"
 
 
+def test_a_program_that_imports_torch_first_runs_on_one_thread(tmp_path: Path) -> None:
+    row = measure_contention("demo-tiny", seconds=1.0, repeats=1, out_dir=tmp_path, variants=("torch-first",))["rows"][0]
+    assert row["cpu"]["omp_policy_came_too_late"] is True and row["cpu"]["threads"] == 1, row["cpu"]
+    assert row["realtime_factor_alone"] > 0 and row["realtime_factor_loaded"] > 0
+
+
 def test_peak_memory_of_a_short_and_a_long_render_next_to_a_competing_job(tmp_path: Path) -> None:
     result = measure_load_memory("demo-tiny", seconds=1.0, repeats=1, out_dir=tmp_path, longer=4.0)
     short, long = result["rows"]

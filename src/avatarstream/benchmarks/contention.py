@@ -22,13 +22,17 @@ from typing_extensions import Self
 
 from avatarstream.benchmarks.audio import bundled_speech, looped_array
 
+TORCH_FIRST = "torch-first"
 #: name -> (extra environment, extra render options)
 VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
     "default": ({}, []),  # what a user gets: idle OpenMP workers sleep at once (OMP_WAIT_POLICY=PASSIVE); one thread per core
     "short-spin": ({"GOMP_SPINCOUNT": "3000"}, []),  # workers spin ~30 us before sleeping: faster alone, slower next to a job
     "spinning": ({"GOMP_SPINCOUNT": "300000"}, []),  # OpenMP's own default (spin ~3 ms before sleeping): the behaviour before the fix
     "threads=1": ({}, ["--threads", "1"]),
+    TORCH_FIRST: ({}, []),  # a program that imports torch before avatarstream, in a shell without OMP_WAIT_POLICY
 }
+#: Runs the CLI the way a user's script runs avatarstream after ``import torch``.
+TORCH_FIRST_LAUNCH = "import sys, torch; from avatarstream.cli.main import main; sys.exit(main(sys.argv[1:]))"
 COMPETING_JOB = """
 import torch
 a = torch.randn(512, 512)
@@ -47,9 +51,9 @@ def measure_contention(model: str, seconds: float, repeats: int, out_dir: Path, 
     try:
         for name in variants:
             env, options = VARIANTS[name]
-            alone = [_render(model, audio, env, options, out_dir) for _ in range(repeats)]
+            alone = [_render(model, audio, env, options, out_dir, torch_first=name == TORCH_FIRST) for _ in range(repeats)]
             with _CompetingJob() as job:
-                loaded = [_render(model, audio, env, options, out_dir) for _ in range(repeats)]
+                loaded = [_render(model, audio, env, options, out_dir, torch_first=name == TORCH_FIRST) for _ in range(repeats)]
                 job.check_alive()
             rows.append(_row(name, env, options, alone, loaded))
     finally:
@@ -97,13 +101,16 @@ def _row(name: str, env: dict[str, str], options: list[str], alone: list[dict[st
     }  # fmt: skip
 
 
-def _render(model: str, audio: Path, env: dict[str, str], options: list[str], out_dir: Path) -> dict[str, Any]:
+def _render(model: str, audio: Path, env: dict[str, str], options: list[str], out_dir: Path, *, torch_first: bool = False) -> dict[str, Any]:
     report = out_dir / "contention-report.json"
     video = out_dir / "contention.mp4"
-    command = [sys.executable, "-m", "avatarstream.cli.main", "render", "--model", model, "--audio", str(audio), "--out", str(video),
+    launch = ["-c", TORCH_FIRST_LAUNCH] if torch_first else ["-m", "avatarstream.cli.main"]
+    command = [sys.executable, *launch, "render", "--model", model, "--audio", str(audio), "--out", str(video),
                "--report", str(report), "--no-progress", *options]  # fmt: skip
+    # this process set OMP_WAIT_POLICY when it imported avatarstream; a torch-first program's shell has no such variable
+    inherited = {k: v for k, v in os.environ.items() if not (torch_first and k == "OMP_WAIT_POLICY")}
     try:
-        subprocess.run(command, env={**os.environ, **env}, check=True, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        subprocess.run(command, env={**inherited, **env}, check=True, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
         return json.loads(report.read_text())
     except subprocess.CalledProcessError as err:
         raise RuntimeError(f"render failed ({' '.join(options) or 'default'}): {err.stderr.strip()[-500:]}") from err

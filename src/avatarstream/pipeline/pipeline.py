@@ -38,6 +38,7 @@ from avatarstream.pipeline.stage import PHASES, Phase, Stage
 from avatarstream.pipeline.state import HeldLatents, SessionState, StageContext
 from avatarstream.publish.media import MediaChunk
 from avatarstream.runtime.allocator import release_free_memory
+from avatarstream.runtime.cpu_threads import check_spinning
 from avatarstream.runtime.devices import synchronize
 from avatarstream.runtime.overlap import FinalizeWorker
 from avatarstream.runtime.parallel.guard import DecodeGate, FollowGate, LeadGate, follower_gate, stops_every_rank
@@ -211,6 +212,7 @@ class _Run:
     def __init__(
         self, pipeline: Pipeline, audio: Iterator[PcmBlock], seed: int, observers: Sequence[RunObserver], gate: LeadGate | FollowGate | DecodeGate | None = None
     ) -> None:
+        check_spinning()  # torch imported before avatarstream: its idle CPU threads would spin
         self.p = pipeline
         self.gate: LeadGate | FollowGate | DecodeGate | None = gate  # opens each chunk for the others (rank 0) or waits for it (followers)
         self.audio = audio
