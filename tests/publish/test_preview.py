@@ -35,6 +35,9 @@ def play(tmp_path: Path, mode: str, seconds: int = 6) -> dict:
     preview = PreviewServer(tmp_path / "hls", port=0)
     publisher = Publisher(SETTINGS, [HlsSink(tmp_path / "hls"), preview])
     with publisher, chromium_page(tmp_path / "profile") as page:
+        failed: list[str] = []  # answers over 400 and console errors: the page waits for the first segment without 404s
+        page.on("response", lambda r: r.status >= 400 and failed.append(f"{r.status} {r.url}"))
+        page.on("console", lambda m: m.type == "error" and failed.append(f"console: {m.text}"))
         page.goto(f"{preview.url}?mode={mode}")
         chunks = make_chunks([25] * seconds, SETTINGS.width, SETTINGS.height)
         first_chunk_at = time.time()
@@ -55,11 +58,13 @@ def play(tmp_path: Path, mode: str, seconds: int = 6) -> dict:
         "times": times,
         "shown": shown,
         "audio_packets": stats["audioPackets"],
+        "failed": failed,
     }
 
 
 def test_hls_plays_in_chromium(tmp_path: Path) -> None:
     result = play(tmp_path, "hls")
+    assert result["failed"] == [], result["failed"]
     assert result["first_frame_after_s"] < 4.0, result  # a 1 s segment must exist first: ~2 s expected
     advancing = [b - a for a, b in zip(result["times"][-3:], result["times"][-2:])]
     assert all(0.5 < step < 1.5 for step in advancing), result["times"]
@@ -69,6 +74,7 @@ def test_hls_plays_in_chromium(tmp_path: Path) -> None:
 
 def test_webrtc_plays_in_chromium(tmp_path: Path) -> None:
     result = play(tmp_path, "webrtc")
+    assert result["failed"] == [], result["failed"]
     assert result["first_frame_after_s"] < 4.0, result
     assert result["frames"] >= 50, result  # the keyframe-aligned, passed-through H.264 decodes
     assert result["audio_packets"] >= 100, result  # Opus at 50 packets a second
@@ -94,6 +100,7 @@ def test_server_routes(tmp_path: Path) -> None:
         assert status == 200 and b"preview.js" in body and kind == "text/html"
         assert get(server.url + "static/hls.light.min.js")[0] == 200
         assert get(server.url + "hls/index.m3u8")[1:] == (b"#EXTM3U\n", "application/vnd.apple.mpegurl")
+        assert get(server.url + "status") == (200, b'{"hls_ready": true}', "application/json")  # what the page waits for
         assert get(server.url + "hls/seg00009.m4s")[0] == 404  # not written yet
         assert get(server.url + "hls/../secret.txt")[0] == 404
         assert get(server.url + "hls/%2e%2e/secret.txt")[0] == 404
@@ -101,6 +108,14 @@ def test_server_routes(tmp_path: Path) -> None:
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=5)
         assert refused.value.code == 400
+    finally:
+        server.close()
+
+
+def test_status_says_the_playlist_is_not_there_yet(tmp_path: Path) -> None:
+    server = PreviewServer(tmp_path / "hls", port=0)
+    try:
+        assert get(server.url + "status") == (200, b'{"hls_ready": false}', "application/json")
     finally:
         server.close()
 

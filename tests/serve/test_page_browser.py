@@ -1,4 +1,6 @@
-"""The page at / in headless Chromium: start a demo session, upload speech, watch the avatar play it live."""
+"""The page at / in headless Chromium: start a demo session, upload speech, watch the avatar play it live, and never
+ask for a file that is not there yet (the playlist appears with its first segment: the page waits for the session's
+stats.hls_ready instead of collecting 404s)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ def test_page_plays_a_session_that_speaks_an_upload(tmp_path) -> None:
     clip = tmp_path / "hello.wav"
     clip.write_bytes(wav_bytes(speech(4.0)))
     with running_server(tmp_path) as base, chromium_page(tmp_path / "profile") as page:
+        failed: list[str] = []  # every answer over 400 and every console error, until the session is closed
+        page.on("response", lambda r: r.status >= 400 and failed.append(f"{r.status} {r.url}"))
+        page.on("console", lambda m: m.type == "error" and failed.append(f"console: {m.text}"))
         page.goto(base + "/")
         page.click("#start")
         page.wait_for_function("window.avatarPage.sessionId !== null", timeout=20000)
@@ -29,6 +34,7 @@ def test_page_plays_a_session_that_speaks_an_upload(tmp_path) -> None:
         assert state["error"] is None
         assert page.inner_text("#speaking") in ("yes", "no (idle)")
         sid = state["sessionId"]
+        assert failed == [], failed
         page.click("#close")
         page.wait_for_function("window.avatarPage.sessionId === null", timeout=10000)
         import httpx

@@ -23,6 +23,7 @@ from typing import cast
 from avatarstream.errors import PublishError
 from avatarstream.publish.preview.webrtc_sink import WebRtcSink
 from avatarstream.publish.sink import SinkReport
+from avatarstream.publish.sinks.hls import PLAYLIST
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,8 @@ MAX_OFFER_BYTES = 64 * 1024
 
 
 class PreviewServer(WebRtcSink):
-    """HTTP on ``host:port`` (port 0: any free one): ``/`` the page, ``/hls/`` the HLS folder, ``/offer`` WebRTC.
+    """HTTP on ``host:port`` (port 0: any free one): ``/`` the page, ``/hls/`` the HLS folder, ``/offer`` WebRTC,
+    ``/status`` whether the playlist is there yet (``{"hls_ready": ...}``, so the page waits without asking for it).
 
     ``owns_hls_dir``: the folder is the preview's own scratch space (no ``--hls`` was asked for), removed once serving stops.
     """
@@ -90,6 +92,8 @@ def _handler(server: PreviewServer) -> type[BaseHTTPRequestHandler]:
                 self._send_static(path.removeprefix("/static/"))
             elif path.startswith("/hls/"):
                 self._send_hls(path.removeprefix("/hls/"))
+            elif path == "/status":
+                self._send(json.dumps({"hls_ready": (server.hls_dir / PLAYLIST).is_file()}).encode(), "application/json")
             else:
                 self.send_error(HTTPStatus.NOT_FOUND)
 

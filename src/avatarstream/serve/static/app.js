@@ -50,18 +50,22 @@ function show(info) {
   if (info.state !== "running") stop(`session ${info.state}${info.error ? ": " + info.error : ""}`);
 }
 
-async function waitForPlaylist(url) {
-  while (page.sessionId) {
-    const response = await fetch(url, { headers: headers(), cache: "no-store" }).catch(() => null);
-    if (response && response.ok) return true;
+// The playlist appears with the first segment, and the session's stats.hls_ready says when: asking for the playlist
+// itself before that would be answered 404, which the browser logs as an error every time.
+async function waitForPlaylist() {
+  for (let id = page.sessionId; id && page.sessionId === id; ) {
+    if (page.info && page.info.stats.hls_ready) return true;
     await new Promise((resolve) => setTimeout(resolve, 300));
+    try {
+      if (page.sessionId === id) show(await api("GET", `/sessions/${id}`));
+    } catch (err) { /* the poller reports a session that is gone */ }
   }
   return false;
 }
 
 async function play(url) {
   const video = $("video");
-  if (!(await waitForPlaylist(url))) return;
+  if (!(await waitForPlaylist())) return;
   if (window.Hls && Hls.isSupported()) {
     hls = new Hls({
       liveSyncDurationCount: 2,
@@ -124,6 +128,8 @@ async function start() {
 
 async function close() {
   const id = page.sessionId;
+  if (hls) hls.destroy();  // first: the player would otherwise ask for the playlist the server is removing
+  hls = null;
   if (id) await api("DELETE", `/sessions/${id}`).catch(() => {});  // the server has freed it when this returns
   stop("closed");
 }

@@ -35,12 +35,13 @@ function fail(message) {
   show("status", message);
 }
 
-// The playlist appears with the first segment; until then, keep asking.
-async function waitFor(url) {
+// The playlist appears with the first segment. Until then /status says it is not there: asking for the playlist
+// itself would be answered 404, which the browser logs as an error every time.
+async function waitForPlaylist() {
   for (;;) {
     try {
-      const response = await fetch(url, { cache: "no-store" });
-      if (response.ok) return;
+      const response = await fetch("/status", { cache: "no-store" });
+      if (response.ok && (await response.json()).hls_ready) return;
     } catch (err) { /* the server may still be starting */ }
     await new Promise((resolve) => setTimeout(resolve, 300));
   }
@@ -48,7 +49,7 @@ async function waitFor(url) {
 
 async function playHls() {
   const url = "/hls/index.m3u8";
-  await waitFor(url);
+  await waitForPlaylist();
   show("status", "loading");
   if (window.Hls && Hls.isSupported()) {
     const hls = new Hls({ liveSyncDurationCount: 2, manifestLoadingMaxRetry: 10, levelLoadingMaxRetry: 10 });
