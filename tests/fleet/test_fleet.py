@@ -71,7 +71,8 @@ def test_sessions_spread_over_nodes_and_a_full_fleet_refuses(fleet: LocalFleet) 
             for info in opened:
                 assert (await delete(http, fleet.url, info["id"]))["state"] == "closed"
             assert (await health(http, fleet.url))["sessions"] == 0
-            # a batch job takes a slot too, and its MP4 is served by its replica; its options give it a pipeline of its own there
+            # a batch job takes a slot too; its MP4 is made by its replica (served through the ingress, or from there directly),
+            # and its options give it a pipeline of its own there
             form = aiohttp.FormData({"identity": "default", "model_options": '{"chunk_frames": 10, "avatar": 2}'})
             form.add_field("audio", wav(speech(1.0)), filename="speech.wav", content_type="audio/wav")
             async with http.post(f"{fleet.url}/jobs", data=form) as answer:
@@ -80,10 +81,11 @@ def test_sessions_spread_over_nodes_and_a_full_fleet_refuses(fleet: LocalFleet) 
             done = await wait_for(lambda: job_done(http, fleet.url, job["id"]), 30, "the job is done")
             assert done["stats"]["frames"] == 25 and done["placement"]["node"] in {s["placement"]["node"] for s in opened}
             async with http.get(f"{fleet.url}/jobs/{job['id']}/video.mp4", allow_redirects=False) as answer:
-                assert answer.status == 307 and answer.headers["Location"].startswith(done["placement"]["url"])
-                location = answer.headers["Location"]
-            async with http.get(location) as answer:
-                assert answer.status == 200 and (await answer.read())[4:8] == b"ftyp"
+                assert answer.status == 200, "proxied from the job's replica"
+                proxied = await answer.read()
+            assert done["links"]["video"].startswith(done["placement"]["url"]), "the link goes to the replica itself"
+            async with http.get(done["links"]["video"]) as answer:
+                assert answer.status == 200 and await answer.read() == proxied and proxied[4:8] == b"ftyp"
             async with http.get(f"{fleet.url}/sessions/{job['id']}") as answer:
                 assert answer.status == 404, "a job's id opens no session"
 

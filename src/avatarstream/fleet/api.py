@@ -1,9 +1,13 @@
 """The fleet's HTTP API: the single server's session and job routes, answered by the ingress and the replica that holds each session.
 
 Clients do not change: the same paths, forms and WebSocket protocol as
-``avatarstream serve``. Session JSON adds ``placement`` (replica, node, the
-replica's URL) and ``resumes``; links to video (HLS, WebRTC, the MP4, the
-preview page) point at the replica, which serves them itself.
+``avatarstream serve``, every one of them at the ingress. Status, DELETE,
+audio and interrupts are the ingress's own (it calls the replica); the video
+routes (the MP4, HLS, the WebRTC offer) are proxied to the session's replica,
+whose answer (status, headers, body) is passed on as it is. Session JSON adds
+``placement`` (replica, node, the replica's URL) and ``resumes``; its links to
+video (HLS, WebRTC, the MP4, the preview page) point at the replica itself,
+for clients that fetch video from there directly (docs/fleet.md has the table).
 """
 
 from __future__ import annotations
@@ -12,22 +16,24 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, FastAPI, File, Request, UploadFile
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from avatarstream.families.registry import options_class
 from avatarstream.fleet import api_audio
+from avatarstream.fleet.replica_link import ReplicaError
 from avatarstream.fleet.schemas import FleetHealth, FleetSessionInfo
 from avatarstream.fleet.sessions import Fleet
 from avatarstream.fleet.slot import OpenRequest
 from avatarstream.serve import openapi
-from avatarstream.serve.api_sessions import ERRORS, JOB_AUDIO_HELP, UPLOAD_BODY, SessionForm, job_form, session_form
+from avatarstream.serve.api_sessions import ERRORS, JOB_AUDIO_HELP, UPLOAD_BODY, Offer, SessionForm, job_form, session_form
 from avatarstream.serve.app import add_handlers
 from avatarstream.serve.context import form_body
 from avatarstream.serve.model_options import parse_model_options
-from avatarstream.serve.problems import Conflict, NotFound
+from avatarstream.serve.problems import NotFound
 from avatarstream.serve.schemas import AudioQueued, Interrupted, Problem
 from avatarstream.serve.uploads import check_image_type
 
@@ -96,6 +102,35 @@ async def interrupt(sid: str, fleet: FleetDep) -> dict[str, Any]:
     return await fleet.interrupt(fleet.get(sid))
 
 
+VIDEO = ERRORS | {200: {"content": {"video/mp4": {}}, "description": "the MP4"}, 409: {"model": Problem}}
+
+
+@router.get("/{sid}/hls/{name}", responses=ERRORS, response_class=Response, summary="Live HLS playlist and segments (proxied from the session's replica)")
+async def hls_file(sid: str, name: str, request: Request, fleet: FleetDep) -> Response:
+    return await fleet.forward(sid, "live", f"/hls/{quote(name, safe='')}", request.headers)
+
+
+@router.post("/{sid}/webrtc", responses=ERRORS, summary="WebRTC offer -> answer (negotiated with the session's replica, which sends the media)")
+async def webrtc_offer(sid: str, offer: Offer, fleet: FleetDep) -> dict[str, Any]:
+    return await fleet.ask(sid, "live", "POST", "/webrtc", offer.model_dump())
+
+
+@router.get("/{sid}/video.mp4", response_class=Response, responses=VIDEO, summary="The session's MP4, after close (proxied from its replica)")
+async def session_video(sid: str, request: Request, fleet: FleetDep) -> Response:
+    return await _video(fleet, sid, "live", request)
+
+
+async def _video(fleet: Fleet, sid: str, mode: str, request: Request) -> Response:
+    """The replica's answer (the MP4; 409 while it runs; 404 when it made none); its replica gone: 404 with why."""
+    try:
+        return await fleet.forward(sid, mode, "/video.mp4", request.headers)
+    except ReplicaError as err:
+        info = await fleet.info(sid, mode)
+        if info["state"] == "running":
+            raise
+        raise NotFound(f"no video: {info['error']}" if info["error"] else "no video: the replica that held it is gone") from err
+
+
 jobs = APIRouter(prefix="/jobs", tags=["batch jobs"], dependencies=[Depends(authorized)])
 
 
@@ -105,8 +140,8 @@ async def create_job(
     audio: Annotated[UploadFile, File(description=JOB_AUDIO_HELP)],
     form: Annotated[SessionForm, Depends(job_form)],
 ) -> dict[str, Any]:
-    """On a free replica, as a session is; its MP4 is served by that replica (``links.video``). A job whose replica is lost
-    fails: submit it again."""
+    """On a free replica, as a session is; its MP4 is made there, and served through here (or from there: ``links.video``).
+    A job whose replica is lost fails: submit it again."""
     limit = fleet.settings.serve.max_upload_bytes
     request = await _request(form, fleet.settings.serve.model, limit, mode="batch", audio=await audio.read(limit + 1), audio_type=audio.content_type)
     return (await fleet.open(request)).public_info()
@@ -117,14 +152,9 @@ async def job_status(sid: str, fleet: FleetDep) -> dict[str, Any]:
     return await fleet.info(sid, "batch")
 
 
-@jobs.get("/{sid}/video.mp4", status_code=307, responses=ERRORS | {409: {"model": Problem}}, summary="Where the finished MP4 is: on the job's replica")
-async def job_video(sid: str, fleet: FleetDep) -> RedirectResponse:
-    info = await fleet.info(sid, "batch")
-    if info["state"] == "running":
-        raise Conflict(f"the video is ready when the job is done ({info['stats']['frames']} frames so far)")
-    if "video" not in info["links"]:
-        raise NotFound(f"no video: {info['error']}" if info["error"] else "this job made no video")
-    return RedirectResponse(info["links"]["video"], status_code=307)
+@jobs.get("/{sid}/video.mp4", response_class=Response, responses=VIDEO, summary="The finished MP4 (proxied from the job's replica)")
+async def job_video(sid: str, request: Request, fleet: FleetDep) -> Response:
+    return await _video(fleet, sid, "batch", request)
 
 
 @jobs.delete("/{sid}", response_model=FleetSessionInfo, responses=ERRORS, summary="Cancel a job")

@@ -35,6 +35,11 @@ class FleetIngress:
     def __serve_build_asgi_app__(self) -> FastAPI:
         return create_fleet_app(self.fleet)
 
+    async def close_sessions(self) -> int:
+        """Called through a handle when the fleet stops, before its application is deleted: Serve would otherwise wait for
+        the clients' sockets (ongoing requests of this replica) to end by themselves."""
+        return await self.fleet.close_all()
+
 
 def build_app(settings: FleetSettings) -> Application:
     """Both deployments with the options that make one replica one session slot (see slot.py)."""

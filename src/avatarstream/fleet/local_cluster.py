@@ -20,7 +20,7 @@ from ray import serve
 from ray.cluster_utils import Cluster
 
 from avatarstream.fleet.app import build_app
-from avatarstream.fleet.local import deploy
+from avatarstream.fleet.local import deploy, stop_app
 from avatarstream.fleet.settings import FleetSettings
 from avatarstream.serve.settings import ServeSettings
 
@@ -63,25 +63,25 @@ class LocalFleet:
 def local_fleet(nodes: int, replicas: int, *, model: str, token: str | None = None, **serve_changes: Any) -> Iterator[LocalFleet]:
     """A head node (the ingress, Serve's controller and proxy; no slots) and ``nodes`` nodes of one CPU: one slot each, running
     ``model`` (a registered family's name) with ``serve_changes`` to its ServeSettings (``model_options``, limits ...)."""
+    port = free_port()
+    settings = FleetSettings(
+        serve=ServeSettings(model=model, port=port, token=token, threads=1, **serve_changes),
+        min_replicas=replicas,
+        max_replicas=replicas,
+        admission_wait_s=3.0,
+        resume_timeout_s=30.0,
+        drain_timeout_s=120.0,
+    )
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False, "_system_config": FAST_FAILURE_DETECTION})
     try:
         workers = [cluster.add_node(num_cpus=1) for _ in range(nodes)]
         ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-        port = free_port()
-        settings = FleetSettings(
-            serve=ServeSettings(model=model, port=port, token=token, threads=1, **serve_changes),
-            min_replicas=replicas,
-            max_replicas=replicas,
-            admission_wait_s=3.0,
-            resume_timeout_s=30.0,
-            drain_timeout_s=120.0,
-        )
         started = time.monotonic()
         deploy(settings)
         yield LocalFleet(cluster, settings, f"http://127.0.0.1:{port}", workers, ready_s=time.monotonic() - started)
     finally:
-        with contextlib.suppress(Exception):
-            serve.shutdown()
+        if ray.is_initialized():
+            stop_app(settings.app_name, timeout_s=30.0)  # as `avatarstream fleet` stops: quietly, its sessions closed first
         ray.shutdown()
         cluster.shutdown()
         _wait_for_children(timeout_s=15.0)

@@ -19,10 +19,11 @@ from typing import Any
 import aiohttp
 import numpy as np
 import ray.exceptions
+from starlette.responses import StreamingResponse
 
 from avatarstream.errors import AvatarStreamError, InputError
 from avatarstream.fleet.metrics import FleetMetrics
-from avatarstream.fleet.replica_link import ReplicaLink
+from avatarstream.fleet.replica_link import ReplicaLink, auth_headers, call, forward
 from avatarstream.fleet.settings import FleetSettings
 from avatarstream.fleet.slot import OpenRequest, SlotReport
 from avatarstream.fleet.speech import SpeechLog
@@ -37,6 +38,14 @@ MAX_ENDED = 1000  # ended sessions' last JSON kept, oldest forgotten first
 PIECE = RATE // 10  # an encoded clip goes to the replica in pieces of 100 ms
 LOST_CLOSE = 1012  # "service restart": the client reconnects to the same session, which resumes elsewhere
 Item = np.ndarray | ClipSegment  # speech waiting at the ingress, in the order it came
+
+
+@dataclasses.dataclass
+class Ended:
+    """A session or job that ended: its last JSON, and its own URL on the replica that held it last (its MP4 stays there)."""
+
+    info: dict[str, Any]
+    url: str
 
 
 @dataclasses.dataclass
@@ -128,7 +137,7 @@ class Fleet:
         self.slots = slots
         self.auth = TokenCheck(settings.serve.token)
         self.sessions: dict[str, FleetSession] = {}
-        self.ended: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.ended: OrderedDict[str, Ended] = OrderedDict()
         self.running = 0  # replicas running now (polled from Serve)
         self.draining = 0
         self.metrics = FleetMetrics(lambda: float(self.busy), lambda: float(max(self.running - self.busy, 0)), lambda: float(self.draining))
@@ -152,10 +161,16 @@ class Fleet:
         await self._count_replicas()
         self._loops = [asyncio.create_task(self._every(1.0, self._count_replicas)), asyncio.create_task(self._every(1.0, self._reap))]
 
+    async def close_all(self) -> int:
+        """Close every session and job (the fleet is stopping): their clients are told, their files finalized. How many."""
+        running = list(self.sessions.items())
+        await asyncio.gather(*(self.close(fid, s.request.mode) for fid, s in running), return_exceptions=True)
+        return len(running)
+
     async def shutdown(self) -> None:
         for task in self._loops:
             task.cancel()
-        await asyncio.gather(*(self.close(fid, s.request.mode) for fid, s in list(self.sessions.items())), return_exceptions=True)
+        await self.close_all()
         if self._http is not None:
             await self._http.close()
         shutil.rmtree(self.work_dir, ignore_errors=True)
@@ -222,10 +237,14 @@ class Fleet:
         session.last_active = time.monotonic()
         return session
 
+    def _ended_one(self, fid: str, mode: str) -> Ended | None:
+        found = self.ended.get(fid)
+        return found if found is not None and found.info["mode"] == mode else None
+
     async def info(self, fid: str, mode: str = "live") -> dict[str, Any]:
         """The session's JSON, its figures fresh from its replica (the last known ones while it resumes)."""
-        if fid in self.ended and self.ended[fid]["mode"] == mode:
-            return self.ended[fid]
+        if (ended := self._ended_one(fid, mode)) is not None:
+            return ended.info
         session = self.get(fid, mode)
         if session.state != "running":
             return session.public_info()
@@ -234,9 +253,13 @@ class Fleet:
         return session.public_info()
 
     async def close(self, fid: str, mode: str = "live") -> dict[str, Any]:
-        """Close a running session (its final JSON stays for a while); forget an ended one."""
-        if fid in self.ended and self.ended[fid]["mode"] == mode:
-            return self.ended.pop(fid)
+        """Close a running session (its final JSON and MP4 stay for a while); forget an ended one, and its MP4 on its replica.
+        A job is forgotten at once, as on the single server."""
+        if (ended := self._ended_one(fid, mode)) is not None:
+            del self.ended[fid]
+            with contextlib.suppress(ServeError):  # a replica that is gone took the files with it
+                await call(self.http, "DELETE", ended.url, auth_headers(self.settings.serve.token))
+            return ended.info
         session = self.get(fid, mode)
         ended_there = False
         if session.state == "running":
@@ -248,7 +271,25 @@ class Fleet:
             for task in session.tasks:
                 task.cancel()
         await asyncio.wait(session.tasks[:1])
-        return self.ended.get(fid) or session.public_info()
+        final = self.ended.pop(fid, None) if mode == "batch" else self.ended.get(fid)  # the replica forgot the job on DELETE
+        return final.info if final is not None else session.public_info()
+
+    def where(self, fid: str, mode: str = "live") -> str:
+        """The session's (or job's) own URL on the replica that holds it, or held it last; 503 while it resumes elsewhere."""
+        if (ended := self._ended_one(fid, mode)) is not None:
+            return ended.url
+        session = self.get(fid, mode)
+        if session.state != "running" or not session.attached.is_set():
+            raise Busy("the session is resuming on another replica; try again shortly", {"Retry-After": "1"})
+        return session.link.url
+
+    async def ask(self, fid: str, mode: str, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        """A JSON call forwarded to the session's (or job's) own API on its replica (``path`` after its id)."""
+        return await call(self.http, method, self.where(fid, mode) + path, auth_headers(self.settings.serve.token), body)
+
+    async def forward(self, fid: str, mode: str, path: str, asked: Any) -> StreamingResponse:
+        """A GET of the session's video routes (``path`` after its id), proxied to its replica: what the replica answers."""
+        return await forward(self.http, self.where(fid, mode) + path, auth_headers(self.settings.serve.token), asked)
 
     async def close_if_running(self, fid: str) -> None:
         if fid in self.sessions:
@@ -419,7 +460,7 @@ class Fleet:
             session.state = session.info["state"] if session.info["state"] != "running" else "closed"
         final = session.public_info() | {"state": session.state}
         self.sessions.pop(session.id, None)
-        self.ended[session.id] = final
+        self.ended[session.id] = Ended(final, session.link.url)
         while len(self.ended) > MAX_ENDED:
             self.ended.popitem(last=False)
         session.broadcast({"type": "closed", "state": session.state})
