@@ -10,13 +10,18 @@ import argparse
 import threading
 from pathlib import Path
 
-from avatarstream.api import render
+from avatarstream.cli.encoder_args import add_x264_preset_argument
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, model_options
 from avatarstream.cli.runtime_args import add_parallel_argument, add_runtime_arguments
+from avatarstream.output_paths import check_outputs
 from avatarstream.publish.options import add_output_arguments, outputs_from_args
-from avatarstream.runtime.launch import relaunch
-from avatarstream.runtime.policies import POLICIES
+from avatarstream.publish.outputs import Outputs
+from avatarstream.runtime.names import POLICY_NAMES
+from avatarstream.sources.audio_file import open_audio_file
+from avatarstream.sources.reference import load_reference_image
+
+REFERENCE_CHECK_SIZE = 32  # the early check decodes the image, at a size where fitting it costs nothing
 
 
 def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
@@ -38,8 +43,6 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p.add_argument("--report", type=Path, help="write a JSON report: time to first frame, fps, real-time factor, per-stage and per-chunk figures, memory")
     p.add_argument("--trace", type=Path, help="write a Chrome trace-event JSON (open in Perfetto) with one span per stage per chunk")
     p.add_argument("--seed", type=int, default=0, help="noise seed; the same seed gives the same video")
-    from avatarstream.cli.encoder_args import add_x264_preset_argument
-
     add_x264_preset_argument(p)
     add_runtime_arguments(p)
     p.add_argument(
@@ -50,7 +53,7 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p.add_argument(
         "--residency",
         default="",
-        help=f"where each module's weights live: module=policy[:option],... with policies {', '.join(POLICIES)} "
+        help=f"where each module's weights live: module=policy[:option],... with policies {', '.join(POLICY_NAMES)} "
         "(e.g. a2v_dit=streamed:2,sr_dit=offloaded,default=resident; sharded needs --nproc)",
     )
     p.add_argument("--nproc", type=int, default=1, help="processes (one per GPU) under torchrun; rank 0 writes the outputs")
@@ -63,8 +66,12 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options = model_options(args)  # checked before torchrun starts more processes
-    relaunch(args.nproc, args.argv, args.parallel)  # returns in a torchrun worker or when --nproc is 1
     outputs = outputs_from_args(args)
+    _check_inputs(args, outputs)  # bad input is told at once, before torch loads
+    from avatarstream.api import render
+    from avatarstream.runtime.launch import relaunch
+
+    relaunch(args.nproc, args.argv, args.parallel)  # returns in a torchrun worker or when --nproc is 1
     result = render(
         args.audio, args.reference, out=outputs, prompt=args.prompt, model=args.model, weights=args.weights, model_options=options, device=args.device, residency=args.residency, parallel=args.parallel,
         overlap=args.overlap, threads=args.threads, seed=args.seed, preset=args.x264_preset, report=args.report, trace=args.trace,
@@ -89,3 +96,13 @@ def run(args: argparse.Namespace) -> int:
         finally:
             result.preview.stop()
     return 0
+
+
+def _check_inputs(args: argparse.Namespace, outputs: Outputs) -> None:
+    """The checks ``render`` makes again later, made here first so that a mistake costs no model load (and no torch import)."""
+    check_outputs(outputs, args.report, args.trace)
+    if args.audio is not None:
+        with open_audio_file(args.audio):
+            pass
+    if args.reference is not None:
+        load_reference_image(args.reference, REFERENCE_CHECK_SIZE)

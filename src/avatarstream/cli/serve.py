@@ -9,18 +9,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from avatarstream.cli.encoder_args import add_x264_preset_argument
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, model_options
 from avatarstream.cli.runtime_args import add_parallel_argument, add_runtime_arguments
 from avatarstream.errors import InputError
 from avatarstream.output_paths import check_port
-from avatarstream.runtime.devices import resolve_device
-from avatarstream.runtime.launch import finish, init_rank, relaunch
 
 if TYPE_CHECKING:
     import torch
 
-    from avatarstream.serve import ServeSettings
+    from avatarstream.serve.settings import ServeSettings
 
 TOKEN_ENV = "AVATARSTREAM_TOKEN"
 
@@ -58,8 +57,6 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-queued-audio", type=float, default=60.0, help="seconds of streamed speech a session queues before the socket waits")
     p.add_argument("--lookahead", type=float, help="seconds generation may run ahead of the wall clock (default: one chunk)")
     p.add_argument("--result-ttl", type=float, default=3600.0, help="seconds a finished video stays downloadable")
-    from avatarstream.cli.encoder_args import add_x264_preset_argument
-
     add_x264_preset_argument(p)
     p.add_argument("--work-dir", type=Path, help="folder for session files (default: a fresh temporary folder)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="JSON logs on stderr")
@@ -67,7 +64,7 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
 
 def server_settings(args: argparse.Namespace, *, max_sessions: int, processes: int = 1) -> ServeSettings:
     """The settings ``add_server_arguments``, the runtime and the model arguments give, checked."""
-    from avatarstream.serve import ServeSettings
+    from avatarstream.serve.settings import ServeSettings
 
     if not 0 < args.max_upload_mb < 2**20:  # also refuses NaN, which round() below could not convert
         raise InputError(f"--max-upload-mb must be a number of MiB above 0 (and below 1 TiB), got {args.max_upload_mb}")
@@ -95,6 +92,9 @@ def server_settings(args: argparse.Namespace, *, max_sessions: int, processes: i
 def run(args: argparse.Namespace) -> int:
     settings = server_settings(args, max_sessions=args.max_sessions if args.max_sessions is not None else (1 if args.nproc > 1 else 4), processes=args.nproc)
     check_port(settings.host, settings.port, "--port", what="the API")  # before the model loads, not after
+    from avatarstream.runtime.devices import resolve_device  # torch loads once the command line is good
+    from avatarstream.runtime.launch import finish, init_rank, relaunch
+
     relaunch(args.nproc, getattr(args, "argv", sys.argv[1:]), args.parallel)  # returns in a torchrun worker or when --nproc is 1
     rank, device = init_rank(resolve_device(settings.device), args.parallel)
     try:
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace, settings: ServeSettings, device: torch.device) -> int:
     import uvicorn
 
-    from avatarstream.serve import create_app
+    from avatarstream.serve.app import create_app
     from avatarstream.serve.logs import configure_logging, event
 
     configure_logging(args.log_level)
