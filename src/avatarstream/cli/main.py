@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from avatarstream.cli import bench, families, fleet, parity, render, serve
 from avatarstream.cli import eval as eval_cli
 from avatarstream.cli.help_format import OneLineErrors
-from avatarstream.cli.model_args import selected_model
+from avatarstream.cli.model_args import selected_model, unused_flags
 from avatarstream.errors import AvatarStreamError
 
 
@@ -45,7 +45,11 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(selected_model(words)).parse_args(words)
+    parser = build_parser(selected_model(words))
+    args, extra = parser.parse_known_args(words)
+    if extra:
+        model = getattr(args, "model", None)
+        parser.error((model is not None and unused_flags(model, extra)) or f"unrecognized arguments: {' '.join(extra)}")
     args.argv = words  # what --nproc re-runs under torchrun
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     speaks = os.environ.get("RANK", "0") == "0"

@@ -18,12 +18,12 @@ HELP_FLAGS = ("-h", "--help")
 
 
 def selected_model(argv: Sequence[str]) -> str | None:
-    """The family whose flags a command line needs: ``--model``'s value, the default one, or None for a plain ``--help``."""
-    for i, word in enumerate(argv):
-        if word == "--model" and i + 1 < len(argv):
-            return argv[i + 1]
-        if word.startswith("--model="):
-            return word.partition("=")[2]
+    """The family whose flags a command line needs: ``--model``'s value (the last one, as argparse takes it), the default
+    one, or None for a plain ``--help``."""
+    named = [w for i, w in enumerate(argv) if (i > 0 and argv[i - 1] == "--model") or w.startswith("--model=")]
+    if named:
+        last = named[-1]
+        return last.partition("=")[2] if last.startswith("--model=") else last
     return None if any(word in HELP_FLAGS for word in argv) else DEFAULT_MODEL
 
 
@@ -43,6 +43,17 @@ def add_model_arguments(p: argparse.ArgumentParser, model: str | None) -> None:
     options = options_class(model)
     group = p.add_argument_group(f"{model} options", f"the {model} model's own; unset options take its (or its preset's) defaults")
     options.add_arguments(group)
+
+
+def unused_flags(model: str, extra: Sequence[str]) -> str | None:
+    """What to say of command-line words no option took, when some are other models' options (None when none is)."""
+    flags = [word.partition("=")[0] for word in extra if word.startswith("--")]
+    owners = {flag: [name for name in names() if name != model and flag in {s.flag for s in options_class(name).specs()}] for flag in flags}
+    known = {flag: models for flag, models in owners.items() if models}
+    if not known:
+        return None
+    said = "; ".join(f"{flag}, an option of {', '.join(models)}" for flag, models in known.items())
+    return f"the {model} model has no use for {said} (add --model NAME; `--model {model} --help` lists this model's own options)"
 
 
 def model_options(args: argparse.Namespace) -> FamilyOptions:
