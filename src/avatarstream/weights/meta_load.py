@@ -27,6 +27,10 @@ def empty_weights() -> AbstractContextManager[None]:
     return init_empty_weights(include_buffers=False)
 
 
+#: Bytes a CPU allocation of torch is aligned to (c10's alignment).
+ALIGNMENT = 64
+
+
 class MetaLoader(Generic[N]):
     """Assigns checkpoint tensors into a meta-built network and checks that every parameter was filled."""
 
@@ -52,7 +56,8 @@ class MetaLoader(Generic[N]):
                 + "; is this the right model's file, and does its config.json belong to it?"
             )
         state = {
-            k: v.to(torch.float32 if self.keep_fp32(k) and v.is_floating_point() else self.dtype) if v.is_floating_point() else v for k, v in tensors.items()
+            k: _aligned(v.to(torch.float32 if self.keep_fp32(k) and v.is_floating_point() else self.dtype) if v.is_floating_point() else v)
+            for k, v in tensors.items()
         }
         self.network.load_state_dict(state, strict=False, assign=True)
         self.filled |= set(tensors)
@@ -67,6 +72,13 @@ class MetaLoader(Generic[N]):
                 "the download is incomplete or belongs to another model"
             )
         return self.network.eval().requires_grad_(False)
+
+
+def _aligned(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` at an address a fresh allocation would have: a view into a file's buffer starts wherever its header ended,
+    and CPU math kernels (MKL's GEMM) round differently for differently aligned operands, so the same weights read from
+    two layouts, or moved by a residency policy, would give results that differ in the last bit."""
+    return tensor.clone() if tensor.data_ptr() % ALIGNMENT else tensor
 
 
 def _is_meta(tensor: torch.Tensor) -> bool:
