@@ -58,6 +58,19 @@ def resumes_identically(pipeline: Pipeline, samples: np.ndarray, whole: list, st
     np.testing.assert_array_equal(frames_of(rest), frames_of(whole)[state.published_frames :])
 
 
+def _states_waiting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many states wait for their frames right after each chunk boundary (filled as the run goes)."""
+    waiting: list[int] = []
+    boundary = Handover.boundary
+
+    def watched(handover: Handover, state: Resumable, finishes: int) -> None:
+        boundary(handover, state, finishes)
+        waiting.append(len(handover))
+
+    monkeypatch.setattr(Handover, "boundary", watched)
+    return waiting
+
+
 def test_savers_never_drain_the_finalize_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     """With overlap on, taking states costs no drain: the first frames (time to first frame) and the end are the only ones."""
     drains: list[int] = []  # in flight at each drain
@@ -68,14 +81,7 @@ def test_savers_never_drain_the_finalize_worker(monkeypatch: pytest.MonkeyPatch)
         return original(worker)
 
     monkeypatch.setattr(FinalizeWorker, "drain", counted)
-    waiting: list[int] = []
-    boundary = Handover.boundary
-
-    def watched(handover: Handover, state: Resumable, finishes: int) -> None:
-        boundary(handover, state, finishes)
-        waiting.append(len(handover))
-
-    monkeypatch.setattr(Handover, "boundary", watched)
+    waiting = _states_waiting(monkeypatch)
     samples = speechy(4.0)
     overlapped = demo(overlap=True, read_ahead=True)
     plain = list(overlapped.stream(iter(pieces(samples, 3)), REFERENCE, seed=5))
@@ -117,7 +123,7 @@ def test_a_stage_that_keeps_nothing_adds_nothing(monkeypatch: pytest.MonkeyPatch
     samples = [PcmBlock(speechy(1.5), RATE)]
     kept, kept_chunks = Saver(), Chunks()
     list(demo().stream(samples, REFERENCE, seed=2, observers=[kept, kept_chunks]))
-    monkeypatch.setattr(DecodeStage, "resume_state", Stage.resume_state)
+    monkeypatch.setattr(DecodeStage, "resumes_with_cache", False)
     none, none_chunks = Saver(), Chunks()
     list(demo().stream(samples, REFERENCE, seed=2, observers=[none, none_chunks]))
     assert all(s.caches == {} for s in none.states)
@@ -231,14 +237,7 @@ def toy(*, keeps: bool = True, overlap: bool = False, gate: Gate | None = None) 
 def test_states_wait_for_their_frames_while_the_loop_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each block's decoding is held until the loop has passed its boundary: the loop never waits for it, and the state
     of that boundary is handed on only after the block's frames, with the decoder's cache as it was right after them."""
-    waiting: list[int] = []
-    boundary = Handover.boundary
-
-    def watched(handover: Handover, state: Resumable, finishes: int) -> None:
-        boundary(handover, state, finishes)
-        waiting.append(len(handover))
-
-    monkeypatch.setattr(Handover, "boundary", watched)
+    waiting = _states_waiting(monkeypatch)
     samples = speechy(2.0)
     gate, saver = Gate(), Saver()
     out = [0]  # video frames handed on so far

@@ -37,6 +37,8 @@ class Stage(ABC):
     #: What the stage does, for tools that compare families by it rather than by stage name (benchmarks):
     #: ``generate`` is the chunk stage that runs the generator (the DiT) and writes the latents.
     role: ClassVar[Role | None] = None
+    #: The stage's whole cache is small and fixed in size (a causal decoder's): a resumed session takes it as it is.
+    resumes_with_cache: ClassVar[bool] = False
 
     def modules(self) -> tuple[Module, ...]:
         """The modules this stage calls; the runtime makes them resident around ``run``."""
@@ -61,16 +63,18 @@ class Stage(ABC):
         per-step state (KV caches of a big model) returns None, or just the
         conditioning it needs, and recomputes the rest from what it holds when
         it is restored; the family documents what that recomputation costs.
+        The default: the cache itself where ``resumes_with_cache`` says so, else nothing.
         """
-        return None
+        return cache if self.resumes_with_cache else None
 
     def restore_cache(self, saved: Any) -> Any:
         """The cache a resumed session starts this stage with, from what ``resume_state`` returned (on the run's device).
 
         Called only for stages whose ``resume_state`` returned something. The
-        default returns None: the stage starts with a fresh cache.
+        default: what was saved where ``resumes_with_cache`` says so, else None
+        (the stage starts with a fresh cache).
         """
-        return None
+        return saved if self.resumes_with_cache else None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} ({self.phase})>"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from avatarstream.models.demo import CausalVAE
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
@@ -18,6 +16,7 @@ class DecodeStage(Stage):
     phase = "final"
     reads = ("sr_latents",)
     writes = ("frames",)
+    resumes_with_cache = True  # a few latent frames, fixed in size: a resumed decoder continues it exactly
 
     def __init__(self, vae: Module) -> None:
         self.vae = vae
@@ -28,10 +27,3 @@ class DecodeStage(Stage):
     def run(self, ctx: StageContext) -> None:
         video, ctx.cache = self.vae.network_as(CausalVAE).decode(ctx["sr_latents"], ctx.cache)
         ctx["frames"] = video_to_frames(video).numpy()
-
-    def resume_state(self, cache: Any) -> Any:
-        """The causal cache itself: a few latent frames, fixed in size, and a resumed decoder continues it exactly."""
-        return cache
-
-    def restore_cache(self, saved: Any) -> Any:
-        return saved

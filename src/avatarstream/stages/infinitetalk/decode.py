@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
 from avatarstream.models.infinitetalk.vae import DecoderCache, decode
@@ -18,6 +16,7 @@ class WanDecodeStage(Stage):
     phase = "final"
     reads = ("latents",)
     writes = ("frames",)
+    resumes_with_cache = True  # at most two frames per causal convolution: a resumed decoder continues it exactly
 
     def __init__(self, vae: Module) -> None:
         self.vae = vae
@@ -32,10 +31,3 @@ class WanDecodeStage(Stage):
             ctx.cache = DecoderCache.for_vae(vae)
         video = decode(vae, ctx["latents"].to(dtype), ctx.cache)
         ctx["frames"] = video_to_frames(video.float()).numpy()
-
-    def resume_state(self, cache: Any) -> Any:
-        """The causal cache itself (at most two frames per causal convolution): a resumed decoder continues it exactly."""
-        return cache
-
-    def restore_cache(self, saved: Any) -> Any:
-        return saved

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -41,6 +39,7 @@ class BarsStage(Stage):
     role = "generate"
     reads = ("chunk", "audio", "tint")
     writes = ("latents",)
+    resumes_with_cache = True  # one number
 
     def __init__(self, painter: Module, bars: int, latent_size: tuple[int, int], samples_per_frame: int) -> None:
         self.painter = painter
@@ -68,12 +67,6 @@ class BarsStage(Stage):
         level = torch.cat(loudness)[None, :, None, None].expand(1, chunk.window_frames, height, width)
         pattern = torch.cat([rgb, level])[None].to(self.painter.network.inp.weight.device)
         ctx["latents"] = self.painter.network_as(Painter)(pattern)
-
-    def resume_state(self, cache: Any) -> Any:
-        return cache
-
-    def restore_cache(self, saved: Any) -> Any:
-        return saved
 
 
 class PixelsStage(Stage):
