@@ -209,13 +209,11 @@ class FamilyOptions:
         return dataclasses.replace(self, **overrides.given())
 
     def with_preset(self, default: str | None = None) -> dict[str, Any]:
-        """The preset's settings (``preset`` or ``default``) with the options given on top."""
+        """The preset's settings (``preset``, else ``default``) with the build options given on top (``preset`` itself left out;
+        the field's choices have checked its name)."""
         name = getattr(self, "preset", None) or default
-        if name is None:
-            return self.given()
-        if name not in self.presets:
-            raise InputError(f"unknown --model-preset {name!r}; choose one of: {', '.join(self.presets)}")
-        return {**self.presets[name], **{k: v for k, v in self.given().items() if k != "preset"}}
+        given = {k: v for k, v in self.given("build").items() if k != "preset"}
+        return given if name is None else {**self.presets[name], **given}
 
     # -- the command line ---------------------------------------------------------------------------
 

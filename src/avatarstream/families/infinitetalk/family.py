@@ -109,8 +109,7 @@ class InfiniteTalkFamily:
 
     def resolve_options(self, options: InfiniteTalkOptions) -> Preset:
         """The preset with the user's overrides applied and checked."""
-        given = {k: v for k, v in options.given("build").items() if k not in ("preset", "negative_prompt")}
-        settings = dataclasses.replace(PRESETS[options.preset or DEFAULT_PRESET], **given)
+        settings = Preset(**{k: v for k, v in options.with_preset(DEFAULT_PRESET).items() if k != "negative_prompt"})
         check_geometry(settings.chunk_frames, settings.motion_frames, settings.interp_frames)
         check_size(settings.size)
         if settings.motion not in ("reencode", "latent"):
