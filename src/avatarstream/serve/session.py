@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import logging
 import time
@@ -113,7 +114,8 @@ class Session:
         self._in_submit = False
         self.task: asyncio.Task[None] | None = None
         self.warnings = warnings if warnings is not None else Warnings()  # those found so far are in the "session opened" line
-        self.warnings.on_new = self._log_warning
+        # logs what is found later; it holds the session's log id and mode, not the session: no cycle keeps an ended session alive
+        self.warnings.on_new = functools.partial(_log_warning, self.log_id, self.mode)
 
     # -- running ----------------------------------------------------------------------------------
 
@@ -176,9 +178,6 @@ class Session:
         text = audio_rate_warning(rate, self.pipeline.model_sample_rate)
         if text is not None:
             self.warnings.add(text)
-
-    def _log_warning(self, text: str) -> None:
-        event("session warning", logging.WARNING, session=self.log_id, mode=self.mode, warning=text)
 
     def saved(self) -> SavedSession | None:
         """The latest resumable state (None before the first chunk, or when its speech position has gone from memory)."""
@@ -304,3 +303,7 @@ class _StateKeeper(RunObserver):
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
+
+
+def _log_warning(log_id: str, mode: str, text: str) -> None:
+    event("session warning", logging.WARNING, session=log_id, mode=mode, warning=text)
