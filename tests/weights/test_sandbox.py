@@ -176,3 +176,16 @@ def test_auto_map_tokenizer_runs_no_code_and_does_not_prompt(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     assert "InputError:" in result.stdout and "auto_map" in result.stdout and "tokenizer_config.json" in result.stdout
     assert not (folder / "MARKER").exists()
+
+
+def test_a_download_folder_found_under_the_root_must_stay_inside_it(tmp_path: Path) -> None:
+    from avatarstream.families.infinitetalk.layout import ADAPTER_FILE, AUDIO_ENCODER_DIR, BASE_NAMES, resolve
+
+    root = tmp_path / "weights"
+    (root / BASE_NAMES[0]).mkdir(parents=True)
+    (root / ADAPTER_FILE).parent.mkdir(parents=True)
+    (root / ADAPTER_FILE).write_bytes(b"")
+    (tmp_path / "elsewhere").mkdir()
+    (root / AUDIO_ENCODER_DIR).symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(InputError, match=f"{AUDIO_ENCODER_DIR} leads to .*elsewhere, {OUTSIDE}"):
+        resolve(root)
