@@ -174,6 +174,8 @@ CLI: list[Case] = [
     ),
     Case("weights-truncated", "cli", weights(lambda f: mk.truncate(f / "a2v_dit.safetensors")), 2, ("cannot read weights", "a2v_dit.safetensors")),
     Case("weights-empty-file", "cli", weights(lambda f: (f / "sr_dit.safetensors").write_bytes(b"")), 2, ("cannot read weights", "sr_dit.safetensors")),
+    Case("weights-module-linked-outside", "cli", weights(mk.link_outside), 2, ("vae.safetensors leads to", "outside the weights folder")),
+    Case("weights-integer-tensor", "cli", weights(mk.integer_tensor), 2, ("vae.safetensors", "torch.int32", "expects a floating-point weight")),
     Case(
         "weights-infinitetalk-to-demo",
         "cli",

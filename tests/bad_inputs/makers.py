@@ -228,3 +228,25 @@ def infinitetalk_like(tmp: Path) -> Path:
     (root / "InfiniteTalk").mkdir()
     (root / "chinese-wav2vec2-base").mkdir()
     return root
+
+
+def link_outside(folder: Path, module: str = "vae") -> Path:
+    """The module's file moved out of the folder and linked back: the loader must not follow it."""
+    path = folder / f"{module}.safetensors"
+    outside = folder.parent / f"elsewhere-{module}.safetensors"
+    path.rename(outside)
+    path.symlink_to(outside)
+    return folder
+
+
+def integer_tensor(folder: Path, module: str = "vae") -> Path:
+    """One float weight of the module stored as int32 (same shape)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = folder / f"{module}.safetensors"
+    tensors = load_file(str(path))
+    key = min(k for k, v in tensors.items() if v.is_floating_point())
+    tensors[key] = tensors[key].to(torch.int32)
+    save_file(tensors, str(path))
+    return folder

@@ -44,6 +44,7 @@ from avatarstream.stages.demo.decode import DecodeStage
 from avatarstream.stages.demo.reference import ReferenceEncodeStage
 from avatarstream.stages.demo.super_resolution import SuperResolutionStage
 from avatarstream.stages.demo.text import TextEncodeStage
+from avatarstream.weights.sandbox import inside
 
 #: Weights trained by ``make train-demo`` and shipped with the package (see MODEL.md).
 SHIPPED_WEIGHTS = resources.files("avatarstream") / "assets" / "demo"
@@ -94,7 +95,7 @@ class DemoFamily:
             return cls.random(DemoConfig.tiny() if cls.variant == "tiny" else DemoConfig(), seed=seed)
         folder = Path(weights_dir)
         config = _read_config(folder)
-        modules = {name: Module.build(name, partial(net, config), weights=folder / f"{name}.safetensors") for name, net in _NETWORKS.items()}
+        modules = {name: Module.build(name, partial(net, config), weights=inside(folder, folder / f"{name}.safetensors")) for name, net in _NETWORKS.items()}
         return cls(config, modules, str(folder))
 
     @classmethod
@@ -192,6 +193,7 @@ def _read_config(folder: Path) -> DemoConfig:
         raise InputError(f"{folder} holds InfiniteTalk downloads, not demo weights; run it with --model infinitetalk --weights {folder}")
     if not path.is_file():
         raise InputError(f"no config.json in weights folder {folder}; a weights folder holds config.json and one .safetensors per module")
+    inside(folder, path)
     try:
         data = json.loads(path.read_text())
         if not isinstance(data, dict):

@@ -88,6 +88,11 @@ class Module:
                 f"missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shape {wrong_shape[:3]}; "
                 "were they saved from the same model config?"
             )
+        integral = sorted(k for k, v in expected.items() if v.is_floating_point() and not tensors[k].is_floating_point())
+        if integral:
+            raise InputError(
+                f"weights {path} hold {integral[0]} as {tensors[integral[0]].dtype} where module {self.name!r} expects a floating-point weight; the file is damaged or from another program"
+            )
         self.network.load_state_dict(tensors, strict=True)
 
     def save_weights(self, path: Path) -> None:

@@ -17,6 +17,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
 from avatarstream.errors import InputError
+from avatarstream.weights.sandbox import inside
 
 StateDict = dict[str, torch.Tensor]
 
@@ -70,18 +71,10 @@ class ShardedCheckpoint:
         index = folder / f"{stem}.safetensors.index.json"
         single = folder / f"{stem}.safetensors"
         if index.is_file():
-            try:
-                weight_map = json.loads(index.read_text())["weight_map"]
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise InputError(f"invalid {index}: {exc}; expected JSON with a 'weight_map' of tensor name -> shard file") from exc
-            names = sorted(set(weight_map.values()))
-            files = [folder / name for name in names]
-            missing = [f.name for f in files if not f.is_file()]
-            if missing:
-                raise InputError(f"{index} lists shards that are not in {folder}: {', '.join(missing)}; the download is incomplete")
-            return cls(files, index)
+            inside(folder, index)
+            return cls(_shard_files(folder, index), index)
         if single.is_file():
-            return cls([single], single)
+            return cls([inside(folder, single)], single)
         raise InputError(f"no {single.name} or {index.name} in {folder}; expected the model's safetensors weights there")
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
@@ -95,6 +88,29 @@ class ShardedCheckpoint:
         """One shard's tensors at a time, so at most one shard is in memory beside the model."""
         for file in self.files:
             yield file, read_safetensors(file)
+
+
+def _shard_files(folder: Path, index: Path) -> list[Path]:
+    """The shard files an index names, each a plain file name inside ``folder``."""
+    expected = "expected JSON with a 'weight_map' of tensor name -> shard file name"
+    try:
+        raw = json.loads(index.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"invalid {index}: {exc}; {expected}") from exc
+    weight_map = raw.get("weight_map") if isinstance(raw, dict) else None
+    if not isinstance(weight_map, dict):
+        what = "no 'weight_map'" if not isinstance(raw, dict) or "weight_map" not in raw else f"a 'weight_map' that is a {type(weight_map).__name__}"
+        raise InputError(f"invalid {index}: it holds {what}; {expected}")
+    for key, name in weight_map.items():
+        if not isinstance(name, str) or not name:
+            raise InputError(f"invalid {index}: tensor {key!r} names shard {name!r}, not a file name; {expected}")
+        if Path(name).is_absolute():
+            raise InputError(f"{index} names shard {name!r} by an absolute path; shards must be files in {folder}, named relative to it")
+    files = [inside(folder, folder / name) for name in sorted(set(weight_map.values()))]
+    missing = [str(f.relative_to(folder)) for f in files if not f.is_file()]
+    if missing:
+        raise InputError(f"{index} lists shards that are not in {folder}: {', '.join(missing)}; the download is incomplete")
+    return files
 
 
 def _require_file(path: Path, what: str) -> None:

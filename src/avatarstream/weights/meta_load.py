@@ -39,7 +39,9 @@ class MetaLoader(Generic[N]):
         self.name = name
         self.dtype = dtype
         self.keep_fp32 = keep_fp32
-        self.expected = {k: tuple(v.shape) for k, v in network.state_dict(keep_vars=True).items() if _is_meta(v)}
+        meta = {k: v for k, v in network.state_dict(keep_vars=True).items() if _is_meta(v)}
+        self.expected = {k: tuple(v.shape) for k, v in meta.items()}
+        self.floating = {k for k, v in meta.items() if v.is_floating_point()}
         self.filled: set[str] = set()
 
     def load(self, tensors: StateDict, source: Path) -> None:
@@ -54,6 +56,13 @@ class MetaLoader(Generic[N]):
                 + ("; " if unexpected and wrong else "")
                 + (f"wrong shapes {shapes}" if wrong else "")
                 + "; is this the right model's file, and does its config.json belong to it?"
+            )
+        integral = sorted(k for k in set(tensors) & self.floating if not tensors[k].is_floating_point())
+        if integral:
+            key = integral[0]
+            raise InputError(
+                f"{source} holds {key} as {tensors[key].dtype}, an integer type, where the {self.name} expects a floating-point "
+                "weight; the file is damaged or quantized in a format avatarstream does not read: use the original download"
             )
         state = {
             k: _aligned(v.to(torch.float32 if self.keep_fp32(k) and v.is_floating_point() else self.dtype) if v.is_floating_point() else v)

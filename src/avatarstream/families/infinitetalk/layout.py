@@ -17,6 +17,7 @@ from typing import Literal
 from safetensors import SafetensorError, safe_open
 
 from avatarstream.errors import InputError
+from avatarstream.weights.sandbox import inside
 
 BASE_NAMES = ("Wan2.1-I2V-14B-480P", "Wan2.1-I2V-14B-720P")
 DIFFUSERS_SUFFIX = "-Diffusers"
@@ -55,9 +56,10 @@ def base_layout(folder: Path) -> Layout:
             f"{folder} holds neither config.json (original Wan layout) nor model_index.json (Diffusers layout); "
             "point at the downloaded Wan2.1-I2V-14B-480P folder"
         )
+    inside(folder, config)
     try:
         raw = json.loads(config.read_text())
-    except json.JSONDecodeError as exc:
+    except (OSError, ValueError) as exc:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise InputError(f"invalid {config}: {exc}") from exc
     model_type = raw.get("model_type") if isinstance(raw, dict) else None
     if model_type is None or raw.get("_class_name", "WanModel") != "WanModel":
@@ -75,11 +77,13 @@ def resolve(root: Path | None, *, base: Path | None = None, adapter: Path | None
     else:
         if not root.is_dir():
             raise InputError(f"weights folder {root} not found; expected the folder that holds Wan2.1-I2V-14B-480P, InfiniteTalk and chinese-wav2vec2-base")
-        base = base or _find_base(root)
-        adapter = adapter or root / ADAPTER_FILE
-        audio_encoder = audio_encoder or root / AUDIO_ENCODER_DIR
+        # What is found under the root by its download name must lie inside the root; a folder named explicitly may be anywhere.
+        base = base or inside(root, _find_base(root))
+        adapter = adapter or inside(root, root / ADAPTER_FILE)
+        audio_encoder = audio_encoder or inside(root, root / AUDIO_ENCODER_DIR)
     if adapter.is_dir():
-        adapter = adapter / "single" / ADAPTER_FILE.name if (adapter / "single").is_dir() else adapter / ADAPTER_FILE.name
+        folder = adapter
+        adapter = inside(folder, adapter / "single" / ADAPTER_FILE.name if (adapter / "single").is_dir() else adapter / ADAPTER_FILE.name)
     if not adapter.is_file():
         raise InputError(f"audio adapter {adapter} not found; download InfiniteTalk/single/infinitetalk.safetensors into the weights folder")
     if not (audio_encoder / "config.json").is_file():

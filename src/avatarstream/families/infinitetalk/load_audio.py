@@ -8,6 +8,7 @@ projection heads that inference ignores, weight norm stored as
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
@@ -17,19 +18,29 @@ from avatarstream.errors import InputError
 from avatarstream.models.infinitetalk.audio_features import resample_to_video_rate
 from avatarstream.weights.files import StateDict, read_pth, read_safetensors
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
+from avatarstream.weights.sandbox import inside
 
 PRETRAINING_HEADS = ("quantizer.", "project_q.", "project_hid.", "lm_head.")
 WEIGHT_NORM = {"weight_g": "parametrizations.weight.original0", "weight_v": "parametrizations.weight.original1"}
 
 
 def wav2vec2_config(folder: Path) -> Wav2Vec2Config:
+    """The folder's ``config.json``, parsed here (never through ``from_pretrained``, which could be asked to run code)."""
+    path = inside(folder, folder / "config.json")
+    expected = "expected a wav2vec2 config (chinese-wav2vec2-base)"
     try:
-        config = Wav2Vec2Config.from_pretrained(str(folder), local_files_only=True)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {folder / 'config.json'}: {exc}; expected a wav2vec2 config (chinese-wav2vec2-base)") from exc
-    if config.model_type != "wav2vec2":
-        raise InputError(f"{folder / 'config.json'} is a {config.model_type!r} model; the audio encoder must be wav2vec2 (chinese-wav2vec2-base)")
-    return config
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise InputError(f"cannot read {path}: {exc}; {expected}") from exc
+    if not isinstance(raw, dict):
+        raise InputError(f"{path} holds a JSON {type(raw).__name__}, not an object; {expected}")
+    model_type = raw.get("model_type")
+    if model_type != "wav2vec2":
+        raise InputError(f"{path} is a {model_type!r} model; the audio encoder must be wav2vec2 (chinese-wav2vec2-base)")
+    try:
+        return Wav2Vec2Config.from_dict(raw)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"invalid {path}: {exc}; {expected}") from exc
 
 
 def to_model_keys(state: StateDict) -> StateDict:
@@ -48,6 +59,7 @@ def read_weights(folder: Path) -> tuple[StateDict, Path]:
     for name, reader in (("model.safetensors", read_safetensors), ("pytorch_model.bin", read_pth)):
         path = folder / name
         if path.is_file():
+            inside(folder, path)
             return reader(path), path
     raise InputError(f"no model.safetensors or pytorch_model.bin in {folder}; download the chinese-wav2vec2-base weights there")
 

@@ -21,20 +21,23 @@ from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, AdapterConfig,
 from avatarstream.models.infinitetalk.dit import FP32_PARAMETERS, InfiniteTalkDiT
 from avatarstream.weights.files import ShardedCheckpoint, read_safetensors, safetensors_shapes
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
+from avatarstream.weights.sandbox import inside
 
 
 def dit_checkpoint(base: Path, layout: Layout) -> ShardedCheckpoint:
-    folder = base / "transformer" if layout == "diffusers" else base
+    folder = inside(base, base / "transformer") if layout == "diffusers" else base
     return ShardedCheckpoint.open(folder, "diffusion_pytorch_model")
 
 
 def read_dit_config(base: Path, layout: Layout, checkpoint: ShardedCheckpoint) -> DiTConfig:
     """The DiT's sizes from the folder's config and (original layout) its tensor shapes."""
-    path = base / "transformer" / "config.json" if layout == "diffusers" else base / "config.json"
+    path = inside(base, base / "transformer" / "config.json" if layout == "diffusers" else base / "config.json")
     try:
         raw = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"cannot read {path}: {exc}; expected the model's config.json") from exc
+    if not isinstance(raw, dict):
+        raise InputError(f"{path} holds a JSON {type(raw).__name__}, not an object; expected the model's config.json")
     try:
         if layout == "diffusers":
             return DiTConfig.from_diffusers(raw)

@@ -35,6 +35,7 @@ from avatarstream.models.infinitetalk.text_encoder import (
 )
 from avatarstream.weights.files import ShardedCheckpoint, StateDict, read_pth
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
+from avatarstream.weights.sandbox import all_inside, inside
 
 T5_NAME = "text encoder (UMT5-XXL)"
 CLIP_NAME = "image encoder (CLIP ViT-H/14)"
@@ -43,20 +44,20 @@ CLIP_NAME = "image encoder (CLIP ViT-H/14)"
 def load_text_encoder(base: Path, layout: Layout, dtype: torch.dtype) -> TextEncoder:
     """The UMT5 encoder and its tokenizer from the Wan base folder ``base``."""
     if layout == "original":
-        network = _load_wan_t5(base / T5_FILE, dtype)
-        tokenizer = _load_tokenizer(base / T5_TOKENIZER_DIR)
+        network = _load_wan_t5(inside(base, base / T5_FILE), dtype)
+        tokenizer = _load_tokenizer(inside(base, base / T5_TOKENIZER_DIR))
     else:
-        network = _load_transformers_t5(base / "text_encoder", dtype)
-        tokenizer = _load_tokenizer(base / "tokenizer")
+        network = _load_transformers_t5(inside(base, base / "text_encoder"), dtype)
+        tokenizer = _load_tokenizer(inside(base, base / "tokenizer"))
     return TextEncoder(network, tokenizer)
 
 
 def load_image_encoder(base: Path, layout: Layout, dtype: torch.dtype) -> ImageEncoder:
     """The CLIP vision tower from the Wan base folder ``base`` (the CLIP text tower and its tokenizer are not needed)."""
     if layout == "original":
-        return ImageEncoder(_load_wan_clip(base / CLIP_FILE, dtype))
-    mean, std = _read_normalization(base / "image_processor" / "preprocessor_config.json")
-    return ImageEncoder(_load_transformers_clip(base / "image_encoder", dtype), mean, std)
+        return ImageEncoder(_load_wan_clip(inside(base, base / CLIP_FILE), dtype))
+    mean, std = _read_normalization(inside(base, base / "image_processor" / "preprocessor_config.json"))
+    return ImageEncoder(_load_transformers_clip(inside(base, base / "image_encoder"), dtype), mean, std)
 
 
 def _load_wan_t5(path: Path, dtype: torch.dtype) -> UMT5EncoderModel:
@@ -77,7 +78,7 @@ def _load_wan_t5(path: Path, dtype: torch.dtype) -> UMT5EncoderModel:
 
 
 def _load_transformers_t5(folder: Path, dtype: torch.dtype) -> UMT5EncoderModel:
-    config_path = folder / "config.json"
+    config_path = inside(folder, folder / "config.json")
     raw = _read_config(config_path, "umt5")
     config = _config_from_dict(UMT5Config, raw, config_path)
     checkpoint = ShardedCheckpoint.open(folder, "model")
@@ -119,7 +120,7 @@ def _load_wan_clip(path: Path, dtype: torch.dtype) -> CLIPVisionModel:
 
 
 def _load_transformers_clip(folder: Path, dtype: torch.dtype) -> CLIPVisionModel:
-    config_path = folder / "config.json"
+    config_path = inside(folder, folder / "config.json")
     raw = _read_config(config_path, "clip_vision_model", "clip")
     if raw["model_type"] == "clip":  # a full CLIP config: its vision part
         vision = raw.get("vision_config")
@@ -145,16 +146,29 @@ def _fill_clip(config: CLIPVisionConfig, shards: Iterable[tuple[Path, StateDict]
 def _load_tokenizer(folder: Path) -> PreTrainedTokenizerBase:
     if not folder.is_dir():
         raise InputError(f"tokenizer folder {folder} not found; expected the UMT5 tokenizer (tokenizer.json, tokenizer_config.json) there")
+    _refuse_custom_code(folder)
     try:
-        return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        # Never run code from the folder (an ``auto_map`` config asks for it, and would prompt on stdin): refused instead.
+        return AutoTokenizer.from_pretrained(str(all_inside(folder)), local_files_only=True, trust_remote_code=False)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"cannot load the tokenizer in {folder}: {exc}; expected the UMT5 tokenizer files (tokenizer.json, tokenizer_config.json)") from exc
+
+
+def _refuse_custom_code(folder: Path) -> None:
+    """A config with an ``auto_map`` asks to import Python from the folder; avatarstream never does (nor asks on stdin)."""
+    for name in ("tokenizer_config.json", "config.json"):
+        path = inside(folder, folder / name)
+        if path.is_file() and "auto_map" in _read_json(path):
+            raise InputError(
+                f"{path} has an 'auto_map': it asks to run Python code from the weights folder, which avatarstream never does; "
+                "use the model's own tokenizer files (tokenizer.json, tokenizer_config.json without auto_map)"
+            )
 
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         raw = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"cannot read {path}: {exc}; expected a JSON file there") from exc
     if not isinstance(raw, dict):
         raise InputError(f"{path} holds no JSON object; expected a config")

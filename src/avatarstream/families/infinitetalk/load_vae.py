@@ -19,6 +19,7 @@ from avatarstream.models.infinitetalk.config import VAEConfig
 from avatarstream.models.infinitetalk.vae import build_vae
 from avatarstream.weights.files import ShardedCheckpoint, StateDict, read_pth
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
+from avatarstream.weights.sandbox import inside
 
 
 def original_vae_config(state: StateDict, path: Path) -> VAEConfig:
@@ -49,13 +50,13 @@ def diffusers_vae_config(path: Path) -> VAEConfig:
 
 def load_vae(base: Path, layout: Layout, dtype: torch.dtype) -> AutoencoderKLWan:
     if layout == "original":
-        path = base / VAE_FILE
+        path = inside(base, base / VAE_FILE)
         state = read_pth(path)
         config, sources = original_vae_config(state, path), [path]
         shards = iter([(path, convert_wan_vae_to_diffusers(dict(state)))])
     else:
-        folder = base / "vae"
-        config = diffusers_vae_config(folder / "config.json")
+        folder = inside(base, base / "vae")
+        config = diffusers_vae_config(inside(folder, folder / "config.json"))
         checkpoint = ShardedCheckpoint.open(folder, "diffusion_pytorch_model")
         sources, shards = [checkpoint.source], checkpoint.shards()
     with empty_weights():
