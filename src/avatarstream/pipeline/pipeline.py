@@ -312,8 +312,7 @@ class _Run:
         early = stage_parts((*self.p._by_phase["init"], *self.p._by_phase["chunk"]), self.session.caches, take=bool(self.savers))
         if self._values_bytes is None:  # the init outputs never change: weighed (and copied to the host) once
             self._values_bytes = nbytes_of(self.session.values)
-        audio_bytes = sum(t.buffered * t.channels * 4 for t in (self.timeline.model_track, self.timeline.output_track))  # float32 samples
-        nbytes = self._values_bytes + self.session.held.nbytes() + early.nbytes + self._final_bytes + audio_bytes
+        nbytes = self._values_bytes + self.session.held.nbytes() + early.nbytes + self._final_bytes + self.timeline.nbytes
         if not self.savers:
             return None, nbytes
         if self._host_values is None:

@@ -37,6 +37,11 @@ class SampleTrack:
     def buffered(self) -> int:
         return int(self._data.shape[1])
 
+    @property
+    def nbytes(self) -> int:
+        """What the held samples weigh (and a snapshot of them)."""
+        return int(self._data.nbytes)
+
     def append(self, samples: np.ndarray) -> None:
         if samples.shape[1]:
             self._data = np.concatenate([self._data, samples.astype(np.float32, copy=False)], axis=1)
@@ -154,6 +159,11 @@ class AudioTimeline:
         if self.ended:
             return float("inf")
         return min(self.model_track.end / self.model_track.rate, self.output_track.end / self.output_track.rate)
+
+    @property
+    def nbytes(self) -> int:
+        """What ``snapshot`` would copy, weighed without copying."""
+        return self.model_track.nbytes + self.output_track.nbytes
 
     def snapshot(self) -> TimelineState:
         """A copy of what is held, for a resumable state (a live stream's: one that has not ended)."""
