@@ -18,9 +18,8 @@ import avatarstream
 from avatarstream.cli.main import main
 from avatarstream.errors import InputError
 from avatarstream.families.registry import load_family, registered
-from avatarstream.pipeline.observer import RunObserver
-from avatarstream.pipeline.resume import Resumable
 from avatarstream.sources.pcm import PcmBlock
+from pipeline.test_resume import Saver
 from publish.mp4_checks import decode
 from sources.sine_files import write_sine
 
@@ -72,16 +71,6 @@ def test_python_api_renders_and_the_same_seed_gives_the_same_frames(tmp_path: Pa
     assert np.array_equal(first, second) and first.std() > 10, "bars, not a flat frame"
 
 
-class _Keep(RunObserver):
-    wants_resumable = True
-
-    def __init__(self) -> None:
-        self.states: list[Resumable] = []
-
-    def on_resumable(self, state: Resumable) -> None:
-        self.states.append(state)
-
-
 def test_its_stage_resumes_from_the_cache_it_declares(tmp_path: Path) -> None:
     family = load_family(PLUGIN)
     pipeline = family.build(torch.device("cpu"))
@@ -89,7 +78,7 @@ def test_its_stage_resumes_from_the_cache_it_declares(tmp_path: Path) -> None:
     t = np.arange(3 * rate) / rate
     speech = (0.3 * np.sin(2 * np.pi * 180 * t) * (t % 0.7 < 0.35)).astype(np.float32)
     reference = family.reference(None)
-    keep = _Keep()
+    keep = Saver()
     whole = [m.frames for m in pipeline.stream(_blocks(speech, rate), reference, observers=[keep])]
     state = keep.states[1]  # after the second block
     assert state.caches and all(v.numel() == 1 for v in state.caches.values()), "only the loudness the stage declared"

@@ -23,19 +23,10 @@ from avatarstream.runtime.overlap import FinalizeWorker
 from avatarstream.runtime.residency import Runtime
 from avatarstream.sources.pcm import PcmBlock
 from avatarstream.stages.demo.decode import DecodeStage
+from pipeline.test_resume import Saver
 from pipeline.test_streaming import RATE, frames_of, pieces, speechy
 
 REFERENCE = np.full((64, 64, 3), 128, dtype=np.uint8)
-
-
-class Saver(RunObserver):
-    wants_resumable = True
-
-    def __init__(self) -> None:
-        self.states: list[Resumable] = []
-
-    def on_resumable(self, state: Resumable) -> None:
-        self.states.append(state)
 
 
 class Chunks(RunObserver):
