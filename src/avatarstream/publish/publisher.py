@@ -105,6 +105,7 @@ class _FanOut:
             self.reports += [f.close() for f in self.frame_sinks]
 
     def _deliver(self, packets: list[EncodedPacket]) -> None:
+        assert self._encoder is not None, "packets come from the encoder"
         if not self._started:
             info = self._encoder.stream_info
             if info is None:
