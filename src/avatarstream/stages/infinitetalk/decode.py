@@ -44,10 +44,12 @@ class WanDecodeStage(Stage):
         ctx["frames"] = video_to_frames(video).numpy()
 
 
-def decode_window(vae: AutoencoderKLWan, latents: torch.Tensor, reference: torch.Tensor, strength: float) -> torch.Tensor:
-    """One chunk window decoded whole with a fresh cache, clamped, colour-corrected towards ``reference``: float32 [1, 3, F, H, W] on the CPU."""
+def decode_window(vae: AutoencoderKLWan, latents: torch.Tensor, reference: torch.Tensor, strength: float, frames: slice) -> torch.Tensor:
+    """The ``frames`` of one chunk window decoded whole with a fresh cache, clamped, colour-corrected towards ``reference``:
+    float32 [1, 3, F, H, W] on the CPU. Only those frames are corrected (frame by frame, so exactly as in the whole window):
+    the correction costs more than the decode on the CPU."""
     video = decode(vae, latents, DecoderCache.for_vae(vae)).float().cpu()
-    return match_colors(video, reference, strength)
+    return match_colors(video[:, :, frames], reference, strength)
 
 
 def truncated_frames(video: torch.Tensor) -> torch.Tensor:
@@ -75,9 +77,9 @@ class WanWindowDecodeStage(Stage):
     def run(self, ctx: StageContext) -> None:
         _, dtype = device_and_dtype(self.vae)
         window = ctx["window_latents"]
-        video = decode_window(self.vae.network_as(AutoencoderKLWan), window.to(dtype), ctx["reference_pixels"], self.strength)
         start, end = ctx["frames_range"]
         window_start = start - ctx["window_offset"]
         first = self.frames.window_video_range(window_start, window_start + window.shape[2])[0]
         a, b = self.frames.video_range(start, end)
-        ctx["frames"] = truncated_frames(video[:, :, a - first : b - first]).numpy()
+        video = decode_window(self.vae.network_as(AutoencoderKLWan), window.to(dtype), ctx["reference_pixels"], self.strength, slice(a - first, b - first))
+        ctx["frames"] = truncated_frames(video).numpy()

@@ -114,7 +114,7 @@ class WanChunkAudioToVideoStage(WanAudioToVideoStage):
     stage keeps the previous chunk's latents (one chunk window) and does that
     when the next chunk starts; the decode stage decodes the same window again
     for the frames it publishes, so each chunk is decoded twice (the DiT's
-    steps cost far more).
+    steps cost far more); the motion frames are colour-corrected twice, the others once.
     """
 
     def __init__(
@@ -132,8 +132,8 @@ class WanChunkAudioToVideoStage(WanAudioToVideoStage):
             raise InputError("the reference fidelity continues each chunk from the previous one's decode; it cannot resume a session part-way")
         vae = self.vae.network_as(AutoencoderKLWan)
         vae_device, vae_dtype = device_and_dtype(self.vae)
-        video = decode_window(vae, previous.to(vae_device, vae_dtype), ctx["reference_pixels"], self.strength)
-        return encode(vae, video[:, :, -self.motion_frames :].to(vae_device, vae_dtype))
+        video = decode_window(vae, previous.to(vae_device, vae_dtype), ctx["reference_pixels"], self.strength, slice(-self.motion_frames, None))
+        return encode(vae, video.to(vae_device, vae_dtype))
 
     def run(self, ctx: StageContext) -> None:
         super().run(ctx)
