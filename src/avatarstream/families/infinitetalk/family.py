@@ -130,6 +130,8 @@ class InfiniteTalkFamily:
             raise InputError(
                 f"--audio-lookahead must be {AUDIO_WINDOW // 2} to {10 * self.fps} frames (the per-frame windows reach {AUDIO_WINDOW // 2} ahead), got {settings.audio_lookahead}"
             )
+        if settings.fidelity == "reference" and options.motion == "latent":
+            raise InputError("--fidelity reference re-encodes motion frames from each chunk's decode, as the reference CLI does; drop --motion latent")
         if settings.fidelity == "reference" and settings.interp_frames:
             raise InputError(f"--fidelity reference has no I-chunks, as the reference CLI has none; drop --interp-frames {settings.interp_frames} (or give 0)")
         return settings
