@@ -62,3 +62,10 @@ def test_batch_job_serves_its_frames_as_pngs(tmp_path) -> None:
         assert client.get(f"/jobs/{job['id']}/frames/{last:06d}.png").status_code == 200
         assert client.get(f"/jobs/{job['id']}/frames/{last + 1:06d}.png").status_code == 404
         assert client.get(f"/jobs/{job['id']}/frames/..%2Fvideo.mp4").status_code == 404
+
+
+def test_a_live_session_refuses_options_that_wait_for_the_whole_audio(tmp_path, request: pytest.FixtureRequest) -> None:
+    overrides, _, _ = family_overrides("infinitetalk", request)
+    with running_server(tmp_path, **overrides) as base, httpx.Client(base_url=base, timeout=60) as client:
+        refused = client.post("/sessions", data={"model_options": '{"fidelity": "reference", "size": [32, 48]}'})
+        assert refused.status_code == 422 and "batch job" in refused.json()["detail"], refused.text
