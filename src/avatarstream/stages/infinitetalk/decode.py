@@ -40,16 +40,15 @@ class WanDecodeStage(Stage):
             ctx.cache = DecoderCache.for_vae(vae)
         video = decode(vae, ctx["latents"].to(dtype), ctx.cache).float()
         if self.strength:
-            video = match_colors(video.cpu(), ctx["reference_pixels"], self.strength)
+            video = match_colors(video, ctx["reference_pixels"], self.strength)
         ctx["frames"] = video_to_frames(video).numpy()
 
 
 def decode_window(vae: AutoencoderKLWan, latents: torch.Tensor, reference: torch.Tensor, strength: float, frames: slice) -> torch.Tensor:
     """The ``frames`` of one chunk window decoded whole with a fresh cache, clamped, colour-corrected towards ``reference``:
-    float32 [1, 3, F, H, W] on the CPU. Only those frames are corrected (frame by frame, so exactly as in the whole window):
-    the correction costs more than the decode on the CPU."""
-    video = decode(vae, latents, DecoderCache.for_vae(vae)).float().cpu()
-    return match_colors(video[:, :, frames], reference, strength)
+    float32 [1, 3, F, H, W] on the CPU. Only those frames are corrected (frame by frame, so exactly as in the whole window)."""
+    video = decode(vae, latents, DecoderCache.for_vae(vae)).float()
+    return match_colors(video[:, :, frames], reference, strength).cpu()
 
 
 def truncated_frames(video: torch.Tensor) -> torch.Tensor:
