@@ -200,7 +200,7 @@ def _render(
         publisher = outputs.open(settings)
     kept = _kept_preview(outputs, publisher.sinks)
     try:
-        with publisher, tqdm(total=round(duration * family.fps) if duration else None, unit="frame", disable=not progress, desc="render") as bar:
+        with publisher, tqdm(total=pipeline.video_frames(duration) if duration else None, unit="frame", disable=not progress, desc="render") as bar:
             for media in pipeline.stream(audio, image, prompt, seed=seed, observers=observers):
                 publisher.submit(media)
                 bar.update(media.num_frames)
