@@ -201,6 +201,6 @@ class InfiniteTalkFamily:
         if self.resolve_options(parsed).fidelity != "reference":
             return load_reference_image(path, self.frame_size)
         image = open_reference_image(path)
-        height, width = nearest_bucket(image.height, image.width) if parsed.size is None else self.frame_size[::-1]
+        height, width = nearest_bucket(image.height, image.width) if parsed.size is None else parsed.size[::-1]
         self.resolved = dataclasses.replace(self.resolved, size=(width, height))
         return resize_and_center_crop(image, height, width)
