@@ -40,7 +40,7 @@ def test_frames_are_written_exactly_beside_the_mp4(tmp_path: Path) -> None:
 
 def test_render_writes_frames_alone_and_refuses_a_used_folder(tmp_path: Path) -> None:
     fast = {"model": "demo-tiny", "model_options": {"chunk_frames": 6, "interp_frames": 2}, "threads": 1}
-    result = avatarstream.render(out=Outputs(frames=tmp_path / "frames"), **fast)  # type: ignore[arg-type]
+    result = avatarstream.render(out=None, frames=tmp_path / "frames", **fast)  # type: ignore[arg-type]
     assert len(frame_paths(tmp_path / "frames")) == result.report["frames"] > 0
     with pytest.raises(InputError, match="not empty"):
         avatarstream.render(out=Outputs(frames=tmp_path / "frames"), **fast)  # type: ignore[arg-type]
