@@ -20,6 +20,7 @@ from avatarstream.weights.meta_load import MetaLoader, empty_weights
 from avatarstream.weights.sandbox import inside
 
 AUDIO_MIX = "casual_audio_encoder.weights"
+TEXT_IN = "text_embedding.0.weight"
 #: LoRA scale numerator of LiveAvatar's training config (s2v_causal_sft.yaml); the file does not state it.
 DEFAULT_ALPHA = 64.0
 
@@ -32,11 +33,12 @@ def read_config(base: Path, checkpoint: ShardedCheckpoint) -> S2VConfig:
         raise InputError(f"cannot read {path}: {exc}; expected Wan2.2-S2V-14B's config.json") from exc
     if not isinstance(raw, dict):
         raise InputError(f"{path} holds a JSON {type(raw).__name__}, not an object; expected Wan2.2-S2V-14B's config.json")
-    mix = checkpoint.shapes().get(AUDIO_MIX)
-    if mix is None or len(mix) != 4:
-        raise InputError(f"{checkpoint.source} has no {AUDIO_MIX}: it is not a Wan2.2-S2V checkpoint")
+    shapes = checkpoint.shapes()
+    mix, text = shapes.get(AUDIO_MIX), shapes.get(TEXT_IN)
+    if mix is None or len(mix) != 4 or text is None or len(text) != 2:
+        raise InputError(f"{checkpoint.source} has no {AUDIO_MIX} or {TEXT_IN}: it is not a Wan2.2-S2V checkpoint")
     try:
-        return S2VConfig.from_json(raw, audio_layers=mix[1])
+        return S2VConfig.from_json(raw, audio_layers=mix[1], text_dim=text[1])
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"invalid {path}: {exc}; expected the Wan2.2-S2V-14B DiT config") from exc
 

@@ -43,7 +43,7 @@ class S2VConfig:
     num_audio_token: int = 4
     audio_inject_layers: tuple[int, ...] = (0, 4, 8, 12, 16, 20, 24, 27, 30, 33, 36, 39)
     enable_adain: bool = True
-    text_dim: int = 4096  # the reference ignores config.json's value (ignore_for_config): always 4096
+    text_dim: int = 4096  # the reference ignores config.json's value (always 4096); read from the weights' shape
     text_len: int = TEXT_LEN
     eps: float = 1e-6
     patch_size: tuple[int, int, int] = (1, 2, 2)
@@ -66,9 +66,21 @@ class S2VConfig:
     def real(cls) -> S2VConfig:
         return cls()
 
+    def to_original(self) -> dict[str, Any]:
+        """The original ``config.json`` of these sizes (what ``from_json`` reads back)."""
+        return {
+            "_class_name": "WanModel_S2V", "model_type": "s2v", "dim": self.dim, "num_heads": self.num_heads,
+            "num_layers": self.num_layers, "ffn_dim": self.ffn_dim, "freq_dim": self.freq_dim, "in_dim": self.in_dim,
+            "out_dim": self.out_dim, "cond_dim": self.cond_dim, "audio_dim": self.audio_dim, "num_audio_token": self.num_audio_token,
+            "audio_inject_layers": list(self.audio_inject_layers), "enable_adain": self.enable_adain, "adain_mode": "attn_norm",
+            "enable_framepack": True, "framepack_drop_mode": "padd", "enable_motioner": False, "add_last_motion": True,
+            "zero_timestep": True, "zero_init": True, "text_len": self.text_len, "text_dim": 4096, "eps": self.eps,
+            "patch_size": list(self.patch_size), "qk_norm": True, "cross_attn_norm": True, "window_size": [-1, -1],
+        }  # fmt: skip
+
     @classmethod
-    def from_json(cls, raw: dict[str, Any], audio_layers: int) -> S2VConfig:
-        """From the original ``config.json`` (parsed); ``audio_layers``: the hidden states wav2vec2 gives (layers + 1)."""
+    def from_json(cls, raw: dict[str, Any], audio_layers: int, text_dim: int) -> S2VConfig:
+        """From the original ``config.json`` (parsed); ``audio_layers`` (wav2vec2's hidden states) and ``text_dim`` from tensor shapes."""
         for key, wanted in (("model_type", "s2v"), ("enable_framepack", True), ("enable_motioner", False), ("zero_timestep", True)):
             if raw.get(key, wanted) != wanted:
                 raise ValueError(f"{key} is {raw.get(key)!r}; the LiveAvatar port runs {key}={wanted!r} (Wan2.2-S2V-14B)")
@@ -88,6 +100,7 @@ class S2VConfig:
             num_audio_token=int(raw.get("num_audio_token", 4)),
             audio_inject_layers=tuple(int(i) for i in raw["audio_inject_layers"]),
             enable_adain=bool(raw.get("enable_adain", True)),
+            text_dim=text_dim,
             text_len=int(raw.get("text_len", TEXT_LEN)),
             eps=float(raw.get("eps", 1e-6)),
         )
