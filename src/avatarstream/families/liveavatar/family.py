@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from avatarstream.parity.checks import Check
     from avatarstream.parity.fixture import GoldenSet
 
-#: Every latent frame of a block is 4 video frames: the decoder was warmed up by the motion latents.
-FRAMES = FrameLayout(stride=VAE_TEMPORAL_STRIDE, first=VAE_TEMPORAL_STRIDE)
+#: Latent frames to video frames: 4 each, but the very first gives 1 (the decoder drops 3 frames of the first block).
+FRAMES = FrameLayout(stride=VAE_TEMPORAL_STRIDE, first=1)
 DEFAULT_PRESET = "liveavatar"
 RANDOM_WARNING = (
     "these LiveAvatar weights are random ({how}): the video is noise, at the speed of the real thing; they are for tests. "
@@ -149,7 +149,6 @@ class LiveAvatarFamily:
             ),
             LiveAvatarBlockStage(
                 m["dit"],
-                m["vae"],
                 Schedule.make(settings.steps, settings.shift),
                 geometry,
                 start_position=options.start_position or 0,

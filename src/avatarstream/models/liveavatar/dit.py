@@ -140,6 +140,8 @@ class Head(nn.Module):
 class AudioInjector(nn.Module):
     """Cross-attention from each latent frame's tokens to that frame's audio tokens, after an adaptive norm."""
 
+    injector_adain_layers: nn.ModuleList
+
     def __init__(self, config: S2VConfig, count: int) -> None:
         super().__init__()
         self.injector = nn.ModuleList(Attention(config.dim, config.num_heads, config.eps) for _ in range(count))
@@ -154,7 +156,9 @@ class AudioInjector(nn.Module):
             normed = self.injector_adain_layers[index](per_frame, temb=audio_global.flatten(0, 1)[:, 0])
         else:
             normed = F.layer_norm(per_frame, (per_frame.shape[-1],), eps=1e-6)
-        out = self.injector[index].cross(normed, audio.flatten(0, 1))
+        attn = self.injector[index]
+        assert isinstance(attn, Attention)
+        out = attn.cross(normed, audio.flatten(0, 1))
         return x + out.unflatten(0, (b, frames)).flatten(1, 2)
 
 
@@ -202,6 +206,9 @@ class S2VDiT(nn.Module):
     def dtype(self) -> torch.dtype:
         return self.patch_embedding.weight.dtype
 
+    def layers(self) -> list[Block]:
+        return [block for block in self.blocks if isinstance(block, Block)]
+
     def embed_text(self, context: torch.Tensor) -> torch.Tensor:
         """umT5 embeddings [B, L, 4096] -> the cross-attention context [B, 512, dim] (zero-padded first, as the reference)."""
         padded = context.new_zeros(context.shape[0], self.config.text_len, context.shape[2])
@@ -232,8 +239,8 @@ class S2VDiT(nn.Module):
         _, mod = self._time(torch.zeros(1, device=x.device))
         shape = (self.config.num_layers, x.shape[0], x.shape[1], self.config.num_heads, self.config.head_dim)
         sink = SinkCache(x.new_empty(shape), x.new_empty(shape), reference, motion_pos)
-        for i, block in enumerate(self.blocks):
-            if i == len(self.blocks) - 1:
+        for i, block in enumerate(self.layers()):
+            if i == self.config.num_layers - 1:
                 _, sink.k[i], sink.v[i] = block.self_attn.qkv(block.attention_input(x, block.modulations(mod[None])))
                 break
             x = block(x, mod[None], context, SelfAttention(i, rope, sink))
@@ -260,6 +267,7 @@ class S2VDiT(nn.Module):
         """
         b, _, frames, lat_h, lat_w = x.shape
         h, w = lat_h // 2, lat_w // 2
+        assert self.cond_encoder.bias is not None  # no pose input: the pose encoder of zeros is its bias
         tokens = self.patch_embedding(x.to(self.dtype)) + self.cond_encoder.bias.view(1, -1, 1, 1, 1)
         hidden = tokens.flatten(2).transpose(1, 2) + self.trainable_cond_mask.weight[0]
         audio_tokens, audio_global = self._audio_tokens(audio)
@@ -271,7 +279,7 @@ class S2VDiT(nn.Module):
         rope = self._rope(block_positions(first_frame, frames, h, w), x.device)
         rollout = max(0, first_frame - (SINK_REF_POSITION - sink_offset))
         sink_rope = self._rope(Positions.cat([sink.reference.shifted(rollout), sink.motion]), x.device)
-        for i, block in enumerate(self.blocks):
+        for i, block in enumerate(self.layers()):
             hidden = block(hidden, mod, context, SelfAttention(i, rope, cache, sink, sink_rope))
             if i in self.injected:
                 hidden = self.audio_injector(self.injected[i], hidden, audio_tokens, audio_global)

@@ -24,8 +24,8 @@ class Schedule:
     @classmethod
     def make(cls, steps: int, shift: float, num_train_timesteps: int = 1000) -> Schedule:
         scheduler = FlowMatchEulerDiscreteScheduler(num_train_timesteps=num_train_timesteps, shift=shift)
-        scheduler.set_timesteps(steps, device="cpu")
-        return cls(scheduler.timesteps.float(), scheduler.sigmas.float())
+        scheduler.set_timesteps(steps, device="cpu")  # type: ignore[attr-defined]  # diffusers' scheduler classes are untyped
+        return cls(scheduler.timesteps.float(), scheduler.sigmas.float())  # type: ignore[attr-defined]
 
     @property
     def steps(self) -> int:

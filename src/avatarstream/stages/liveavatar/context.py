@@ -80,7 +80,7 @@ class LiveAvatarAudioStage(Stage):
         """The DiT's audio input for video frames [first, end): [1, layers, hidden, end - first]."""
         device, dtype = device_and_dtype(self.audio_module)
         stop = end + self.lookahead_frames
-        start = max(0, stop - self.window_frames)
+        start = stop - self.window_frames  # before the audio's start (or a block's first frames) is silence
         samples = audio.read(start, stop).astype(np.float32)
         values = normalize(self.extractor, samples).to(device)
         states = hidden_states(self.audio_module.network_as(Wav2Vec2Model), values.to(dtype)).float()
@@ -95,8 +95,9 @@ class LiveAvatarAudioStage(Stage):
 
     def run(self, ctx: StageContext) -> None:
         chunk: Chunk = ctx["chunk"]
-        first, end = self.frames.video_range(chunk.window_start, chunk.window_end)
-        ctx["audio_features"] = self.features(ctx["audio"], first, end)
+        end = self.frames.video_start(chunk.window_end)
+        # the model makes 4 frames per latent frame; of the first block the decoder drops the first 3, which lie before 0
+        ctx["audio_features"] = self.features(ctx["audio"], end - self.frames.stride * chunk.window_frames, end)
         device, _ = device_and_dtype(self.audio_module)
         channels, height, width = self.latent_shape
         ctx["noise"] = seeded_noise((1, channels, chunk.window_frames, height, width), device, ctx.seed, "block", chunk.index)

@@ -1,9 +1,10 @@
 """Final stage: the Wan VAE's causal decoder, one block at a time (12 frames per 3-latent-frame block).
 
-Its cache starts where the reference's decode of a clip starts: after the
-motion latents (warmed up once per session, the repeats skipped exactly);
-from then on it continues block by block, so every block's frames go out as
-soon as the block exists.
+As the reference's real-time pipeline does, the decoder is first warmed up
+with the first 7 motion latents, and the first 3 frames of the first block
+are dropped (so the first block gives 9 frames, every later one 12); from
+then on it continues block by block, so every block's frames go out as soon
+as the block exists.
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ from __future__ import annotations
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
 from avatarstream.models.infinitetalk.vae import DecoderCache, decode
-from avatarstream.models.liveavatar.motion import warm_decoder
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
 from avatarstream.runtime.module import Module
 from avatarstream.stages.common import device_and_dtype, video_to_frames
+
+#: Motion latents the decoder sees before the first block, and the frames of that block it then drops (the reference's).
+WARMUP_LATENTS = 7
+FIRST_BLOCK_DROP = 3
 
 
 class LiveAvatarDecodeStage(Stage):
@@ -36,6 +40,8 @@ class LiveAvatarDecodeStage(Stage):
         vae = self.vae.network_as(AutoencoderKLWan)
         if ctx.cache is None:
             ctx.cache = DecoderCache.for_vae(vae)
-            warm_decoder(vae, ctx["motion_latents"].to(device, dtype), ctx.cache)
-        video = decode(vae, ctx["latents"].to(device, dtype), ctx.cache)
+            decode(vae, ctx["motion_latents"][:, :, :WARMUP_LATENTS].to(device, dtype), ctx.cache)
+            video = decode(vae, ctx["latents"].to(device, dtype), ctx.cache)[:, :, FIRST_BLOCK_DROP:]
+        else:
+            video = decode(vae, ctx["latents"].to(device, dtype), ctx.cache)
         ctx["frames"] = video_to_frames(video.float()).numpy()

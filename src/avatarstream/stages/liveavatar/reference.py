@@ -1,4 +1,8 @@
-"""Init stages: the reference image as the sink sees it (its latent and the motion latents), and the prompt."""
+"""Init stages: the reference image as the sink sees it (its latent and the motion latents), and the prompt.
+
+As in the reference's real-time (multi-GPU) pipeline: the reference latent is
+the encoding of the image alone, the motion latents that of 73 copies of it.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +10,15 @@ from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
 from avatarstream.models.infinitetalk.text_encoder import TextEncoder
 from avatarstream.models.infinitetalk.vae import encode
-from avatarstream.models.liveavatar.motion import encode_motion
+from avatarstream.models.liveavatar.config import MOTION_FRAMES
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
 from avatarstream.runtime.module import Module
 from avatarstream.stages.common import device_and_dtype, image_to_video_tensor
 
-#: The reference encodes its image repeated 5 times and keeps the latents after the first.
-REFERENCE_COPIES = 5
-
 
 class LiveAvatarReferenceStage(Stage):
-    """The image's latent (from 5 copies, as the reference) and the motion latents of 365 copies of it."""
+    """The image's latent and the motion latents of 73 copies of it."""
 
     name = "reference_encode"
     phase = "init"
@@ -35,8 +36,8 @@ class LiveAvatarReferenceStage(Stage):
         vae = self.vae.network_as(AutoencoderKLWan)
         pixels = image_to_video_tensor(ctx["reference_image"], device).to(dtype)
         ctx["reference_pixels"] = pixels
-        ctx["reference_latent"] = encode(vae, pixels.expand(-1, -1, REFERENCE_COPIES, -1, -1))[:, :, 1:]
-        ctx["motion_latents"] = encode_motion(vae, pixels)
+        ctx["reference_latent"] = encode(vae, pixels)
+        ctx["motion_latents"] = encode(vae, pixels.expand(-1, -1, MOTION_FRAMES, -1, -1))
 
 
 class LiveAvatarPromptStage(Stage):
