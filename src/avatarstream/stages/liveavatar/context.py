@@ -79,18 +79,24 @@ class LiveAvatarAudioStage(Stage):
     def features(self, audio: AudioWindow, first: int, end: int) -> torch.Tensor:
         """The DiT's audio input for video frames [first, end): [1, layers, hidden, end - first]."""
         device, dtype = device_and_dtype(self.audio_module)
-        stop = end + self.lookahead_frames
-        start = stop - self.window_frames  # before the audio's start (or a block's first frames) is silence
+        total = audio.total_frames
+        stop = end + self.lookahead_frames if total is None else min(end + self.lookahead_frames, total)  # a file has no silence after it
+        start = max(0, stop - self.window_frames)
         samples = audio.read(start, stop).astype(np.float32)
         values = normalize(self.extractor, samples).to(device)
         states = hidden_states(self.audio_module.network_as(Wav2Vec2Model), values.to(dtype)).float()
         rows = bucket_indices(first, end - first, self.fps)
         offset_50hz = start * SAMPLE_RATE // self.fps / 320  # the window's first 50 Hz frame, in file frames
-        out = interpolate_rows(states, rows.double() * CNN_RATE / FEATURE_RATE - offset_50hz)
-        total = audio.total_frames
-        if total is not None:  # past the end of the audio the reference reads zero vectors
-            n30 = cnn_frames(total * SAMPLE_RATE // self.fps) * FEATURE_RATE // CNN_RATE
-            out[:, rows >= n30] = 0
+        if total is None:  # live: row r lies at r / 30 s
+            positions = rows.double() * CNN_RATE / FEATURE_RATE
+            valid = rows >= 0
+        else:  # a finished file: the reference's resampling spans the file exactly, and rows past its end read zeros
+            n50 = cnn_frames(total * SAMPLE_RATE // self.fps)
+            n30 = n50 * FEATURE_RATE // CNN_RATE
+            positions = rows.double() * (n50 - 1) / max(n30 - 1, 1)
+            valid = (rows >= 0) & (rows < n30)
+        out = interpolate_rows(states, positions - offset_50hz)
+        out[:, ~valid] = 0  # frames before the audio (dropped by the decoder) and after its end hear nothing
         return out.transpose(1, 2)[None]
 
     def run(self, ctx: StageContext) -> None:
