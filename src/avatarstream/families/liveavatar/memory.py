@@ -10,6 +10,7 @@ stream. Activations come on top (the GPU benchmark measures the peak).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from transformers import UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2Model
@@ -25,7 +26,7 @@ GIB = 2**30
 SIZES = ((704, 384), (832, 448), (1024, 576), (1280, 704))
 PRECISIONS = {"bf16": 2, "fp32": 4}
 #: wav2vec2-large-xlsr-53's sizes (24 layers of 1024).
-WAV2VEC2_LARGE = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096}
+WAV2VEC2_LARGE: dict[str, Any] = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096}
 H200_GIB = 139.8  # what torch reports as an H200's total memory
 
 
