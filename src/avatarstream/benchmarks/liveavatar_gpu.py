@@ -27,9 +27,8 @@ import torch
 from transformers import UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2FeatureExtractor, Wav2Vec2Model
 
 from avatarstream.benchmarks.audio import bundled_speech, looped
-from avatarstream.benchmarks.infinitetalk_gpu import GIB, Progress, back_on_device, environment, is_out_of_memory, materialize, reset_device_peak, write_json
+from avatarstream.benchmarks.infinitetalk_gpu import GIB, back_on_device, environment, is_out_of_memory, materialize, reset_device_peak, start_run, write_json
 from avatarstream.benchmarks.measure import measure
-from avatarstream.errors import InputError
 from avatarstream.families.infinitetalk.tiny_encoders import T5_BUCKETS, T5_FFN, T5_HEADS, T5_LAYERS, umt5_tokenizer
 from avatarstream.families.liveavatar.family import LiveAvatarFamily
 from avatarstream.families.liveavatar.load_audio import AudioEncoder
@@ -42,7 +41,7 @@ from avatarstream.models.infinitetalk.vae import build_vae
 from avatarstream.models.liveavatar.audio_features import SAMPLE_RATE
 from avatarstream.models.liveavatar.config import S2VConfig
 from avatarstream.models.liveavatar.dit import FP32_PARAMETERS, S2VDiT
-from avatarstream.runtime.devices import resolve_device, synchronize
+from avatarstream.runtime.devices import synchronize
 from avatarstream.weights.meta_load import empty_weights
 
 DTYPE = torch.bfloat16
@@ -130,13 +129,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--budget-s", type=float, default=330.0, help="start no scenario after this many seconds")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
     args = parser.parse_args(argv)
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    progress = Progress()
-    try:
-        device = resolve_device(args.device)
-    except InputError as exc:
-        parser.error(f"{exc} (a dry run: --tiny --device cpu)")
+    progress, device = start_run(parser, args)
     plan = TINY_PLAN if args.tiny else REAL_PLAN
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / RESULT_FILE

@@ -30,7 +30,7 @@ from avatarstream.models.liveavatar.rope import motion_positions, reference_posi
 from avatarstream.models.liveavatar.sampler import Schedule, denoise_block, euler_step
 from avatarstream.parity.cases import read_wav_int16
 from avatarstream.parity.checks import Check
-from avatarstream.parity.fixture import GoldenSet
+from avatarstream.parity.fixture import GoldenSet, run_each
 from avatarstream.weights.files import read_safetensors
 
 Case = Callable[[GoldenSet, LiveAvatarNetworks], list[Check]]
@@ -222,15 +222,6 @@ CASES: dict[str, Case] = {"dit": dit_case, "audio": audio_case, "vae": vae_case,
 
 
 def run_cases(gs: GoldenSet, on_case: Callable[[str], None]) -> list[Check]:
-    """Load ``weights/`` in float32 on the CPU (as the fixtures were made) and run each case."""
-    unknown = [name for name in gs.cases() if name not in CASES]
-    if unknown:
-        raise InputError(f"{gs.root / 'golden.json'} has cases this version cannot run: {', '.join(unknown)}; known cases: {', '.join(CASES)}")
+    """Load ``weights/`` in float32 on the CPU (as the fixtures were made), the LoRA at the set's alpha, and run each case."""
     alpha = float(gs.spec.get("config", {}).get("lora", {}).get("alpha", 64.0))
-    networks = LiveAvatarNetworks.load(resolve(gs.weights), torch.float32, alpha=alpha, text=False)
-    checks: list[Check] = []
-    with torch.inference_mode():
-        for name in gs.cases():
-            on_case(name)
-            checks += CASES[name](gs, networks)
-    return checks
+    return run_each(gs, CASES, lambda: LiveAvatarNetworks.load(resolve(gs.weights), torch.float32, alpha=alpha, text=False), on_case)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
 from avatarstream.models.infinitetalk.vae import DecoderCache, decode
@@ -14,7 +16,7 @@ from avatarstream.stages.common import device_and_dtype, video_to_frames
 class WanDecodeStage(Stage):
     name = "decode"
     phase = "final"
-    reads = ("latents",)
+    reads: ClassVar[tuple[str, ...]] = ("latents",)  # a family's decoder may read more (liveavatar: its warm-up latents)
     writes = ("frames",)
     resumes_with_cache = True  # at most two frames per causal convolution: a resumed decoder continues it exactly
 

@@ -9,39 +9,30 @@ as the block exists.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
 from avatarstream.models.infinitetalk.vae import DecoderCache, decode
-from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
-from avatarstream.runtime.module import Module
 from avatarstream.stages.common import device_and_dtype, video_to_frames
+from avatarstream.stages.infinitetalk.decode import WanDecodeStage
 
 #: Motion latents the decoder sees before the first block, and the frames of that block it then drops (the reference's).
 WARMUP_LATENTS = 7
 FIRST_BLOCK_DROP = 3
 
 
-class LiveAvatarDecodeStage(Stage):
-    name = "decode"
-    phase = "final"
-    reads = ("latents", "motion_latents")
-    writes = ("frames",)
-    resumes_with_cache = True  # at most two frames per causal convolution: a resumed decoder continues it exactly
-
-    def __init__(self, vae: Module) -> None:
-        self.vae = vae
-
-    def modules(self) -> tuple[Module, ...]:
-        return (self.vae,)
+class LiveAvatarDecodeStage(WanDecodeStage):
+    reads: ClassVar[tuple[str, ...]] = ("latents", "motion_latents")
 
     def run(self, ctx: StageContext) -> None:
+        if ctx.cache is not None:
+            super().run(ctx)
+            return
         device, dtype = device_and_dtype(self.vae)
         vae = self.vae.network_as(AutoencoderKLWan)
-        if ctx.cache is None:
-            ctx.cache = DecoderCache.for_vae(vae)
-            decode(vae, ctx["motion_latents"][:, :, :WARMUP_LATENTS].to(device, dtype), ctx.cache)
-            video = decode(vae, ctx["latents"].to(device, dtype), ctx.cache)[:, :, FIRST_BLOCK_DROP:]
-        else:
-            video = decode(vae, ctx["latents"].to(device, dtype), ctx.cache)
+        ctx.cache = DecoderCache.for_vae(vae)
+        decode(vae, ctx["motion_latents"][:, :, :WARMUP_LATENTS].to(device, dtype), ctx.cache)
+        video = decode(vae, ctx["latents"].to(device, dtype), ctx.cache)[:, :, FIRST_BLOCK_DROP:]
         ctx["frames"] = video_to_frames(video.float()).numpy()
