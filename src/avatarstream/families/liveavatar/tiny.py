@@ -16,8 +16,7 @@ from safetensors.torch import save_file
 from transformers import Wav2Vec2Config, Wav2Vec2ForCTC
 
 from avatarstream.families.infinitetalk.layout import RANDOM_MARK
-from avatarstream.families.infinitetalk.load_audio import WEIGHT_NORM
-from avatarstream.families.infinitetalk.tiny import _contiguous, _seeded, write_sharded, write_vae
+from avatarstream.families.infinitetalk.tiny import _contiguous, _seeded, save_wav2vec2, write_sharded, write_vae
 from avatarstream.families.infinitetalk.tiny_encoders import write_tiny_text_encoder
 from avatarstream.families.liveavatar.layout import AUDIO_ENCODER_DIR, BASE_DIR, LORA_FILE, WeightsLayout
 from avatarstream.models.infinitetalk.config import VAEConfig
@@ -54,18 +53,9 @@ def write_lora(path: Path, dit: S2VDiT, seed: int) -> None:
 
 
 def write_wav2vec2(folder: Path, config: S2VConfig, seed: int) -> None:
-    """A CTC checkpoint as wav2vec2-large-xlsr-53-english ships it (``wav2vec2.`` prefix, ``weight_g``/``weight_v``)."""
+    """A CTC checkpoint as wav2vec2-large-xlsr-53-english ships it, with as many hidden states as the DiT mixes."""
     raw = dict(TINY_WAV2VEC2, hidden_size=config.audio_dim, num_hidden_layers=config.audio_layers - 1)
-    network = _seeded(seed, lambda: Wav2Vec2ForCTC(Wav2Vec2Config(**raw)))
-    renamed = {v: k for k, v in WEIGHT_NORM.items()}
-    state = {}
-    for key, tensor in _contiguous(network.state_dict()).items():
-        stem, _, leaf = key.rpartition(".parametrizations.weight.")
-        state[f"{stem}.{renamed[leaf]}" if leaf in renamed else key] = tensor
-    folder.mkdir(parents=True, exist_ok=True)
-    save_file(state, str(folder / "model.safetensors"))
-    network.config.to_json_file(str(folder / "config.json"))
-    (folder / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR, indent=2))
+    save_wav2vec2(folder, _seeded(seed, lambda: Wav2Vec2ForCTC(Wav2Vec2Config(**raw))), PREPROCESSOR)
 
 
 def write_tiny_checkpoint(out: Path, *, seed: int = 0, shards: int = 2, config: S2VConfig = TINY) -> WeightsLayout:
