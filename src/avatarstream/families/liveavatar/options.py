@@ -28,12 +28,12 @@ class LiveAvatarOptions(FamilyOptions):
     lora_mode: str | None = option(
         help="merge the LoRA into the weights at load (the default, fastest) or keep it beside them", choices=("merged", "unmerged"), scope="load"
     )
-    lora_alpha: float | None = option(help="LoRA scale numerator (LiveAvatar's training config: 64)", minimum=0.0, maximum=10000.0, scope="load")
+    lora_alpha: float | None = option(help="LoRA scale numerator (LiveAvatar's training config: 64)", minimum=0.0, maximum=10000.0, scope="load", metavar="A")
     preset: str | None = option(help="liveavatar (704x384, 4 steps; the default)", choices=tuple(PRESETS), flag="--model-preset")
     size: Size | None = option(help="output size in multiples of 64 (704x384)")
-    steps: int | None = option(help="distilled Euler steps, one KV cache each (4)", minimum=1, maximum=50)
-    shift: float | None = option(help="time shift of the flow-matching schedule (3)", minimum=0.01, maximum=100.0)
-    cache_blocks: int | None = option(help="blocks of 12 frames each rolling KV cache holds (4, as trained)", minimum=1, maximum=64)
+    steps: int | None = option(help="distilled Euler steps, one KV cache each (4)", minimum=1, maximum=50, metavar="N")
+    shift: float | None = option(help="time shift of the flow-matching schedule (3)", minimum=0.01, maximum=100.0, metavar="S")
+    cache_blocks: int | None = option(help="blocks of 12 frames each rolling KV cache holds (4, as trained)", minimum=1, maximum=64, metavar="N")
     audio_window_s: float | None = option(
         help="seconds of audio wav2vec2 sees per block (bounded; 4)", minimum=0.5, maximum=600, flag="--audio-window", metavar="SECONDS"
     )
@@ -41,7 +41,9 @@ class LiveAvatarOptions(FamilyOptions):
     sink_offsets: str | None = option(
         help="the reference's sink offsets, comma-separated, used call by call and cycled (default: drawn from the seed, 4..30)", metavar="N,N,..."
     )
-    start_position: int | None = option(help="latent-frame position the stream's RoPE starts at (0); positions have no end", minimum=0, maximum=2**40)
+    start_position: int | None = option(
+        help="latent-frame position the stream's RoPE starts at (0); positions have no end", minimum=0, maximum=2**40, metavar="FRAME"
+    )
 
     def torch_dtype(self, device: torch.device) -> torch.dtype:
         """``--dtype``: bf16 on CUDA and fp32 on the CPU unless named."""
