@@ -145,7 +145,7 @@ class _StepProbe:
         name, first, audio, offsets = self.block
         stored_in, stored_v = self.t[f"{name}_s{i}_latent_in"], self.t[f"{name}_s{i}_v"]
         self._note("input", x[0], stored_in)
-        t_i = self.schedule.timesteps[i].expand(BLOCK_FRAMES)
+        t_i = self.schedule.timesteps[i].expand(audio.shape[-1] // 4)
         forced = self.dit(stored_in[None], t_i, self.context, audio, self.forced_caches[i], self.stored_sink, first, offsets[i])
         self._note("velocity", forced[0], stored_v)
         if i + 1 < self.schedule.steps:
@@ -167,7 +167,12 @@ def sampler_case(gs: GoldenSet, nets: LiveAvatarNetworks) -> list[Check]:
     image = read_image(png) if png.is_file() else t["ref_image"][None]
     checks.append(Check.compare("sampler", "ref_image", image[0], t["ref_image"], 0.0))
     ref = encode(vae, image.expand(-1, -1, 5, -1, -1))[:, :, 1:]
-    last_frames = image.expand(-1, -1, 5 * MOTION_FRAMES, -1, -1)
+    motion_frames, lat_motion, per_block = (
+        p.get("motion_frames", MOTION_FRAMES),
+        p.get("lat_motion_frames", LAT_MOTION_FRAMES),
+        p.get("num_frames_per_block", BLOCK_FRAMES),
+    )
+    last_frames = image.expand(-1, -1, 5 * motion_frames, -1, -1)
     motion = encode(vae, last_frames)
     context = dit.embed_text(t["context"][None])
     blocks, infer = p["blocks_per_clip"], p["infer_frames"]
@@ -182,7 +187,7 @@ def sampler_case(gs: GoldenSet, nets: LiveAvatarNetworks) -> list[Check]:
     for r in range(p["num_clips"]):
         if r < 2:  # the reference prefills before clip 0 and, with online decode, again before clip 1
             checks.append(Check.compare("sampler", f"sink{r} ref latents", ref[0], t[f"sink{r}_ref_latents"], x0_tol))
-            checks.append(Check.compare("sampler", f"sink{r} motion latents", motion[0, :, -LAT_MOTION_FRAMES:], t[f"sink{r}_motion_latents_last"], x0_tol))
+            checks.append(Check.compare("sampler", f"sink{r} motion latents", motion[0, :, -lat_motion:], t[f"sink{r}_motion_latents_last"], x0_tol))
             sink = dit.prefill_sink(ref, motion, context)
             stored_sink = SinkCache(_layers(t, f"sink{r}_cond_k_l"), _layers(t, f"sink{r}_cond_v_l"), sink.reference, sink.motion)
             checks.append(Check.compare("sampler", f"sink{r} keys", sink.k[:, 0], _layers(t, f"sink{r}_cond_k_l")[:, 0], v_tol))
@@ -193,9 +198,9 @@ def sampler_case(gs: GoldenSet, nets: LiveAvatarNetworks) -> list[Check]:
         probe = _StepProbe(t, dit, schedule, context, forced_caches, stored_sink)
         for b in range(blocks):
             offsets = [p["rel_dist"][f"c{r}_b{b}_s{i}"] for i in range(schedule.steps)]
-            span = slice(b * BLOCK_FRAMES, (b + 1) * BLOCK_FRAMES)
-            block_audio = audio[..., b * 4 * BLOCK_FRAMES : (b + 1) * 4 * BLOCK_FRAMES]
-            first = (r * blocks + b) * BLOCK_FRAMES
+            span = slice(b * per_block, (b + 1) * per_block)
+            block_audio = audio[..., b * 4 * per_block : (b + 1) * 4 * per_block]
+            first = (r * blocks + b) * per_block
             probe.block = (f"c{r}_b{b}", first, block_audio, offsets)
             clip.append(denoise_block(dit, noise[:, :, span], schedule, context, block_audio, caches, sink, first, offsets, probe))
         worst = probe.worst
@@ -208,7 +213,7 @@ def sampler_case(gs: GoldenSet, nets: LiveAvatarNetworks) -> list[Check]:
         if r == 0:  # the reference drops the first 3 frames of the first clip
             pixels = pixels[:, :, 3:]
             ref = x0[:, :, :1]
-        keep = min(MOTION_FRAMES, pixels.shape[2])
+        keep = min(motion_frames, pixels.shape[2])
         last_frames = torch.cat([last_frames[:, :, keep:], pixels[:, :, -keep:]], dim=2)
         motion = encode(vae, last_frames)
         video.append(pixels)
@@ -224,4 +229,10 @@ CASES: dict[str, Case] = {"dit": dit_case, "audio": audio_case, "vae": vae_case,
 def run_cases(gs: GoldenSet, on_case: Callable[[str], None]) -> list[Check]:
     """Load ``weights/`` in float32 on the CPU (as the fixtures were made), the LoRA at the set's alpha, and run each case."""
     alpha = float(gs.spec.get("config", {}).get("lora", {}).get("alpha", 64.0))
-    return run_each(gs, CASES, lambda: LiveAvatarNetworks.load(resolve(gs.weights), torch.float32, alpha=alpha, text=False), on_case)
+
+    def load() -> LiveAvatarNetworks:
+        networks = LiveAvatarNetworks.load(resolve(gs.weights), torch.float32, alpha=alpha, text=False)
+        networks.dit.motion_frames = int(gs.spec.get("config", {}).get("pipeline", {}).get("motion_frames", MOTION_FRAMES))
+        return networks
+
+    return run_each(gs, CASES, load, on_case)

@@ -26,7 +26,7 @@ from torch import nn
 
 from avatarstream.models.liveavatar.audio_encoder import CausalAudioEncoder
 from avatarstream.models.liveavatar.caches import SinkCache, StepCache
-from avatarstream.models.liveavatar.config import LAT_MOTION_FRAMES, MOTION_FRAMES, SINK_REF_POSITION, S2VConfig
+from avatarstream.models.liveavatar.config import MOTION_FRAMES, SINK_REF_POSITION, S2VConfig
 from avatarstream.models.liveavatar.framepack import FramePackMotioner
 from avatarstream.models.liveavatar.rope import Positions, apply_rope, block_positions, motion_positions, reference_positions, rope_cos_sin
 
@@ -201,6 +201,7 @@ class S2VDiT(nn.Module):
         self.audio_injector = AudioInjector(config, len(self.injected))
         self.trainable_cond_mask = nn.Embedding(3, dim)
         self.frame_packer = FramePackMotioner(config.in_dim, dim)
+        self.motion_frames = MOTION_FRAMES  # video frames of audio history a block's audio is padded to (a pipeline setting)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -289,9 +290,10 @@ class S2VDiT(nn.Module):
 
     def _audio_tokens(self, audio: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The block's audio, preceded by copies of its first frame (the motion frames' place), -> tokens per latent frame."""
-        padded = torch.cat([audio[..., :1].expand(*audio.shape[:-1], MOTION_FRAMES), audio], dim=-1)
+        padded = torch.cat([audio[..., :1].expand(*audio.shape[:-1], self.motion_frames), audio], dim=-1)
         local, glob = self.casual_audio_encoder(padded.to(self.dtype))
-        return local[:, LAT_MOTION_FRAMES:], None if glob is None else glob[:, LAT_MOTION_FRAMES:]
+        skip = (self.motion_frames + 3) // 4  # the latent frames of the padding
+        return local[:, skip:], None if glob is None else glob[:, skip:]
 
     def _unpatchify(self, x: torch.Tensor, frames: int, h: int, w: int) -> torch.Tensor:
         pt, ph, pw = self.config.patch_size
