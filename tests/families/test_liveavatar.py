@@ -46,6 +46,8 @@ def test_renders_the_exact_frame_count_and_the_same_seed_gives_the_same_video(ti
     assert np.array_equal(a, b), "same seed: the same video (sink offsets come from the seed)"
     assert not np.array_equal(a, c)
     assert first.report["warnings"] and "random" in first.report["warnings"][0]
+    late = avatarstream.render(speech(1.32), out=tmp_path / "d.mp4", seed=3, **{**common, "model_options": {**OPTIONS, "start_position": 45_000}})
+    assert late.report["frames"] == 33 and len(frames(tmp_path / "d.mp4")) == 33  # past the reference's 45,000-row RoPE table
 
 
 def _tiny_dit(seed: int = 0) -> S2VDiT:
