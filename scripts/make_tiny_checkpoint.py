@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""Write a random tiny InfiniteTalk checkpoint laid out exactly as the real downloads are.
+"""Write a random tiny checkpoint of a family laid out exactly as the real downloads are.
 
     python scripts/make_tiny_checkpoint.py --layout original OUT
     python scripts/make_tiny_checkpoint.py --layout diffusers OUT
+    python scripts/make_tiny_checkpoint.py --family liveavatar OUT
 
-OUT then holds Wan2.1-I2V-14B-480P/ (or Wan2.1-I2V-14B-480P-Diffusers/) with the DiT,
+For infinitetalk (the default), OUT then holds Wan2.1-I2V-14B-480P/ (or Wan2.1-I2V-14B-480P-Diffusers/) with the DiT,
 VAE, UMT5 and CLIP files and tokenizers, InfiniteTalk/single/infinitetalk.safetensors
 and chinese-wav2vec2-base/: `avatarstream ... --model infinitetalk --weights OUT` runs
 the whole family on a CPU in seconds (random weights: the video is noise).
+For liveavatar, OUT holds Wan2.2-S2V-14B/ (DiT shards, config.json, Wan2.1_VAE.pth,
+umT5 and its tokenizer, wav2vec2-large-xlsr-53-english/) and LiveAvatar/liveavatar.safetensors.
 """
 
 from __future__ import annotations
@@ -16,17 +19,23 @@ import argparse
 from pathlib import Path
 
 from avatarstream.families.infinitetalk.tiny import write_tiny_checkpoint
+from avatarstream.families.liveavatar.tiny import write_tiny_checkpoint as write_tiny_liveavatar
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, metavar="OUT", help="folder to write the download folders into")
-    parser.add_argument("--layout", choices=("original", "diffusers"), default="original", help="which download layout of the Wan base model")
+    parser.add_argument("--family", choices=("infinitetalk", "liveavatar"), default="infinitetalk", help="which model family's checkpoint")
+    parser.add_argument("--layout", choices=("original", "diffusers"), default="original", help="infinitetalk: which download layout of the Wan base model")
     parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same networks in both layouts")
     parser.add_argument("--shards", type=int, default=2, help="number of DiT weight shards (the real model has 7)")
     args = parser.parse_args()
     if args.shards < 1:
         parser.error("--shards must be at least 1")
+    if args.family == "liveavatar":
+        live = write_tiny_liveavatar(args.out, seed=args.seed, shards=args.shards)
+        print(f"wrote a tiny liveavatar checkpoint: {live.base}, {live.lora}")
+        return
     written = write_tiny_checkpoint(args.out, args.layout, seed=args.seed, shards=args.shards)
     print(f"wrote a tiny {args.layout}-layout checkpoint: {written.base}, {written.adapter}, {written.audio_encoder}")
 

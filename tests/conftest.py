@@ -31,3 +31,13 @@ def tiny_original(tmp_path_factory: pytest.TempPathFactory) -> WeightsLayout:
 @pytest.fixture(scope="session")
 def tiny_diffusers(tmp_path_factory: pytest.TempPathFactory) -> WeightsLayout:
     return _tiny(tmp_path_factory, "diffusers")
+
+
+@pytest.fixture(scope="session")
+def tiny_liveavatar(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The root of a random tiny LiveAvatar checkpoint (Wan2.2-S2V-14B/ and LiveAvatar/ as downloaded)."""
+    from avatarstream.families.liveavatar.tiny import write_tiny_checkpoint
+
+    root = tmp_path_factory.mktemp("tiny-liveavatar")
+    write_tiny_checkpoint(root, seed=5)
+    return root

@@ -484,6 +484,17 @@ def write_json(path: Path, result: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+def start_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[Progress, torch.device]:
+    """Threads as asked, the clock started, and the device (an unusable one is the parser's error)."""
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    progress = Progress()
+    try:
+        return progress, resolve_device(args.device)
+    except InputError as exc:
+        parser.error(f"{exc} (a dry run: --tiny --device cpu)")
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help=f"folder for {RESULT_FILE}")
@@ -495,13 +506,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch (1 keeps a dry run steady on a busy machine)")
     args = parser.parse_args(argv)
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    progress = Progress()
-    try:
-        device = resolve_device(args.device)
-    except InputError as exc:
-        parser.error(f"{exc} (a dry run: --tiny --device cpu)")
+    progress, device = start_run(parser, args)
     plan = TINY_PLAN if args.tiny else REAL_PLAN
     if args.infinitetalk_steps is not None:
         plan = dataclasses.replace(plan, infinitetalk_steps=args.infinitetalk_steps)

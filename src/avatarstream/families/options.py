@@ -238,6 +238,19 @@ class FamilyOptions:
         return {"type": "object", "additionalProperties": False, "properties": {s.name: s.json_schema() for s in cls.specs()}}
 
 
+#: The ``dtype`` choices families offer, by name.
+DTYPE_NAMES = ("fp32", "bf16", "fp16")
+
+
+def torch_dtype(name: str | None, device: Any) -> Any:
+    """A ``--dtype`` name as a torch dtype; None: bf16 on CUDA, fp32 elsewhere (torch is imported only here)."""
+    import torch
+
+    if name is None:
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
+
+
 def refuse_scope(options: FamilyOptions, scope: Scope, why: str) -> None:
     """Raise when any option of ``scope`` is set (a session cannot change how the weights were loaded)."""
     given = options.given(scope)

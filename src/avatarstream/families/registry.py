@@ -36,12 +36,14 @@ BUILTIN = {
     "demo": "avatarstream.families.demo:DemoFamily",
     "demo-tiny": "avatarstream.families.demo:DemoTinyFamily",
     "infinitetalk": "avatarstream.families.infinitetalk.family:InfiniteTalkFamily",
+    "liveavatar": "avatarstream.families.liveavatar.family:LiveAvatarFamily",
 }
 #: Their options, in modules that load no model code: name -> "module:Class".
 BUILTIN_OPTIONS = {
     "demo": "avatarstream.families.demo_options:DemoOptions",
     "demo-tiny": "avatarstream.families.demo_options:DemoOptions",
     "infinitetalk": "avatarstream.families.infinitetalk.options:InfiniteTalkOptions",
+    "liveavatar": "avatarstream.families.liveavatar.options:LiveAvatarOptions",
 }
 
 

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
 from avatarstream.errors import InputError
 from avatarstream.weights.files import read_safetensors
+
+if TYPE_CHECKING:
+    from avatarstream.parity.checks import Check
+
+N = TypeVar("N")
 
 
 @dataclass(frozen=True)
@@ -78,3 +84,17 @@ class GoldenSet:
             return float(self.case(case)["tolerance"][key])
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"golden.json gives case {case!r} no tolerance {key!r}") from exc
+
+
+def run_each(gs: GoldenSet, cases: Mapping[str, Callable[[GoldenSet, N], list[Check]]], load: Callable[[], N], on_case: Callable[[str], None]) -> list[Check]:
+    """Every case the set lists, with the networks ``load`` gives (called once every case is known), without autograd."""
+    unknown = [name for name in gs.cases() if name not in cases]
+    if unknown:
+        raise InputError(f"{gs.root / 'golden.json'} has cases this version cannot run: {', '.join(unknown)}; known cases: {', '.join(cases)}")
+    networks = load()
+    checks: list[Check] = []
+    with torch.inference_mode():
+        for name in gs.cases():
+            on_case(name)
+            checks += cases[name](gs, networks)
+    return checks

@@ -27,7 +27,7 @@ WEIGHT_NORM = {"weight_g": "parametrizations.weight.original0", "weight_v": "par
 def wav2vec2_config(folder: Path) -> Wav2Vec2Config:
     """The folder's ``config.json``, parsed here (never through ``from_pretrained``, which could be asked to run code)."""
     path = inside(folder, folder / "config.json")
-    expected = "expected a wav2vec2 config (chinese-wav2vec2-base)"
+    expected = f"expected a wav2vec2 config ({folder.name})"
     try:
         raw = json.loads(path.read_text())
     except (OSError, ValueError) as exc:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
@@ -36,7 +36,7 @@ def wav2vec2_config(folder: Path) -> Wav2Vec2Config:
         raise InputError(f"{path} holds a JSON {type(raw).__name__}, not an object; {expected}")
     model_type = raw.get("model_type")
     if model_type != "wav2vec2":
-        raise InputError(f"{path} is a {model_type!r} model; the audio encoder must be wav2vec2 (chinese-wav2vec2-base)")
+        raise InputError(f"{path} is a {model_type!r} model; the audio encoder must be wav2vec2 ({folder.name})")
     try:
         return Wav2Vec2Config.from_dict(raw)
     except (TypeError, ValueError) as exc:
@@ -61,16 +61,22 @@ def read_weights(folder: Path) -> tuple[StateDict, Path]:
         if path.is_file():
             inside(folder, path)
             return reader(path), path
-    raise InputError(f"no model.safetensors or pytorch_model.bin in {folder}; download the chinese-wav2vec2-base weights there")
+    raise InputError(f"no model.safetensors or pytorch_model.bin in {folder}; download the wav2vec2 weights ({folder.name}) there")
 
 
 def load_wav2vec2(folder: Path, dtype: torch.dtype) -> Wav2Vec2Model:
+    """chinese-wav2vec2-base, made to resample its CNN features to the video rate (as InfiniteTalk was trained)."""
+    network = read_wav2vec2(folder, dtype)
+    resample_to_video_rate(network)
+    return network
+
+
+def read_wav2vec2(folder: Path, dtype: torch.dtype) -> Wav2Vec2Model:
+    """Any wav2vec2 checkpoint folder (pre-training, CTC or bare model) as transformers' ``Wav2Vec2Model``."""
     config = wav2vec2_config(folder)
     with empty_weights():
         network = Wav2Vec2Model(config)
     state, path = read_weights(folder)
     loader = MetaLoader(network, "wav2vec2 audio encoder", dtype)
     loader.load(to_model_keys(state), path)
-    loader.finish([path])
-    resample_to_video_rate(network)
-    return network
+    return loader.finish([path])

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from avatarstream.families.infinitetalk.presets import PRESETS
-from avatarstream.families.options import FamilyOptions, Size, option
+from avatarstream.families.options import DTYPE_NAMES, FamilyOptions, Size, option, torch_dtype
 
 if TYPE_CHECKING:  # the CLI reads these options to build its flags: torch loads only when a model does
     import torch
 
-DTYPES = ("fp32", "bf16", "fp16")
+DTYPES = DTYPE_NAMES
 FIDELITIES = ("streaming", "reference")
 
 
@@ -67,8 +67,5 @@ class InfiniteTalkOptions(FamilyOptions):
 
     def torch_dtype(self, device: torch.device) -> torch.dtype:
         """``--dtype``: bf16 on CUDA and fp32 on the CPU unless named (the dataclass has checked the name)."""
-        import torch
-
-        if self.dtype is None:
-            return torch.bfloat16 if device.type == "cuda" else torch.float32
-        return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[self.dtype]
+        dtype: torch.dtype = torch_dtype(self.dtype, device)
+        return dtype

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import torch
 from diffusers.models.transformers.transformer_wan import WanTransformer3DModel
 from safetensors.torch import save_file
-from transformers import Wav2Vec2Config, Wav2Vec2ForPreTraining
+from transformers import PreTrainedModel, Wav2Vec2Config, Wav2Vec2ForPreTraining
 
 from avatarstream.families.infinitetalk.layout import (
     ADAPTER_FILE,
@@ -119,17 +119,20 @@ def write_vae(base: Path, layout: Layout, config: VAEConfig, seed: int) -> None:
 
 def write_wav2vec2(folder: Path, seed: int) -> None:
     """A pre-training checkpoint as chinese-wav2vec2-base ships it (``wav2vec2.`` prefix, ``weight_g``/``weight_v``)."""
-    config = Wav2Vec2Config(**TINY_WAV2VEC2)
-    model = _seeded(seed, lambda: Wav2Vec2ForPreTraining(config))
+    save_wav2vec2(folder, _seeded(seed, lambda: Wav2Vec2ForPreTraining(Wav2Vec2Config(**TINY_WAV2VEC2))), PREPROCESSOR)
+
+
+def save_wav2vec2(folder: Path, network: PreTrainedModel, preprocessor: dict[str, Any]) -> None:
+    """``network``'s weights as Hugging Face ships wav2vec2 (weight norm as ``weight_g``/``weight_v``), its config and processor settings."""
     renamed = {v: k for k, v in WEIGHT_NORM.items()}
     state = {}
-    for key, tensor in _contiguous(model.state_dict()).items():
+    for key, tensor in _contiguous(network.state_dict()).items():
         stem, _, leaf = key.rpartition(".parametrizations.weight.")
         state[f"{stem}.{renamed[leaf]}" if leaf in renamed else key] = tensor
     folder.mkdir(parents=True, exist_ok=True)
     save_file(state, str(folder / "model.safetensors"))
-    config.to_json_file(str(folder / "config.json"))
-    (folder / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR, indent=2))
+    network.config.to_json_file(str(folder / "config.json"))
+    (folder / "preprocessor_config.json").write_text(json.dumps(preprocessor, indent=2))
 
 
 def write_tiny_checkpoint(out: Path, layout: Layout, *, seed: int = 0, shards: int = 2, config: InfiniteTalkConfig = TINY) -> WeightsLayout:

@@ -7,6 +7,8 @@ does, and its frames become uint8 by truncation, as its writer does.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
@@ -22,7 +24,7 @@ from avatarstream.stages.common import device_and_dtype, video_to_frames
 class WanDecodeStage(Stage):
     name = "decode"
     phase = "final"
-    reads = ("latents", "reference_pixels")
+    reads: ClassVar[tuple[str, ...]] = ("latents", "reference_pixels")  # a family's decoder may read more (liveavatar: its warm-up latents)
     writes = ("frames",)
     resumes_with_cache = True  # at most two frames per causal convolution: a resumed decoder continues it exactly
 

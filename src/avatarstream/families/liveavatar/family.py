@@ -1,0 +1,166 @@
+"""The ``liveavatar`` family: Wan2.2-S2V-14B + the LiveAvatar LoRA, block-causal, in avatarstream's loop.
+
+Blocks of 3 latent frames (12 video frames) are generated back to back
+(``BlockPlan``), each in 4 steps against per-step rolling KV caches and a
+shared attention sink held in the generation stage's cache, and decoded as
+soon as they exist. Weights come from the folders users download.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import torch
+
+from avatarstream.errors import InputError
+from avatarstream.families.block_plan import BlockPlan
+from avatarstream.families.infinitetalk.layout import random_mark
+from avatarstream.families.liveavatar.layout import resolve
+from avatarstream.families.liveavatar.load_dit import DEFAULT_ALPHA
+from avatarstream.families.liveavatar.networks import LiveAvatarNetworks
+from avatarstream.families.liveavatar.options import LiveAvatarOptions
+from avatarstream.families.liveavatar.presets import PRESETS, Preset, check_size, parse_offsets
+from avatarstream.families.options import FamilyOptions
+from avatarstream.models.infinitetalk.config import VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
+from avatarstream.models.liveavatar.audio_features import FPS, SAMPLE_RATE
+from avatarstream.models.liveavatar.config import BLOCK_FRAMES, StreamGeometry
+from avatarstream.models.liveavatar.sampler import Schedule
+from avatarstream.pipeline.chunks import FrameLayout
+from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.runtime.module import Module
+from avatarstream.runtime.residency import Runtime
+from avatarstream.sources.bundled import DEFAULT_REFERENCE
+from avatarstream.sources.reference import load_reference_image
+from avatarstream.stages.liveavatar.context import LiveAvatarAudioStage
+from avatarstream.stages.liveavatar.decode import LiveAvatarDecodeStage
+from avatarstream.stages.liveavatar.generate import LiveAvatarBlockStage
+from avatarstream.stages.liveavatar.reference import LiveAvatarPromptStage, LiveAvatarReferenceStage
+
+if TYPE_CHECKING:
+    from avatarstream.parity.checks import Check
+    from avatarstream.parity.fixture import GoldenSet
+
+#: Latent frames to video frames: 4 each, but the very first gives 1 (the decoder drops 3 frames of the first block).
+FRAMES = FrameLayout(stride=VAE_TEMPORAL_STRIDE, first=1)
+DEFAULT_PRESET = "liveavatar"
+RANDOM_WARNING = (
+    "these LiveAvatar weights are random ({how}): the video is noise, at the speed of the real thing; they are for tests. "
+    "Download the real weights (docs/models/liveavatar.md) and give their folder with --weights ROOT"
+)
+
+
+@dataclass
+class LiveAvatarFamily:
+    """The loaded networks as Modules, and how they become a pipeline."""
+
+    networks: LiveAvatarNetworks
+    modules: dict[str, Module]
+    weights: str
+    resolved: Preset = PRESETS[DEFAULT_PRESET]
+    warnings: list[str] = field(default_factory=list)
+
+    name = "liveavatar"
+    fps = FPS
+    Options: ClassVar[type[LiveAvatarOptions]] = LiveAvatarOptions
+    summary: ClassVar[str] = "Wan2.2-S2V-14B + the LiveAvatar LoRA: block-causal, 4 steps, per-step KV caches and an attention sink"
+    weights_help: ClassVar[str] = "the folder holding the downloads: Wan2.2-S2V-14B/ and LiveAvatar/liveavatar.safetensors"
+    golden_repos: ClassVar[tuple[str, ...]] = ("Alibaba-Quark/LiveAvatar",)
+
+    @staticmethod
+    def parity(gs: GoldenSet, on_case: Callable[[str], None]) -> list[Check]:
+        from avatarstream.families.liveavatar.parity import run_cases  # parity code loads only for `avatarstream parity`
+
+        return run_cases(gs, on_case)
+
+    @classmethod
+    def load(cls, root: Path | None, options: LiveAvatarOptions | None = None, *, device: torch.device | None = None, seed: int = 0) -> LiveAvatarFamily:
+        options = options or LiveAvatarOptions()
+        layout = resolve(root, base=options.base, lora=options.lora)
+        alpha = options.lora_alpha if options.lora_alpha is not None else DEFAULT_ALPHA
+        dtype = options.torch_dtype(device or torch.device("cpu"))
+        networks = LiveAvatarNetworks.load(layout, dtype, alpha=alpha, merge=options.lora_mode != "unmerged")
+        random = random_mark(layout.lora)
+        warnings = [RANDOM_WARNING.format(how=random)] if random is not None else []
+        return cls.from_networks(networks, f"{layout.base}, {layout.lora}", warnings=warnings)
+
+    @classmethod
+    def from_networks(cls, networks: LiveAvatarNetworks, weights: str, *, warnings: list[str] | None = None) -> LiveAvatarFamily:
+        """The family around loaded (or benchmark-built) networks, each a runtime Module."""
+        assert networks.text_encoder is not None
+        modules = {
+            "dit": Module("dit", networks.dit),
+            "vae": Module("vae", networks.vae),
+            "audio_encoder": Module("audio_encoder", networks.audio_encoder.network),
+            "text_encoder": Module("text_encoder", networks.text_encoder.network),
+        }
+        return cls(networks, modules, weights, warnings=list(warnings or []))
+
+    @property
+    def frame_size(self) -> tuple[int, int]:
+        return self.resolved.size
+
+    @property
+    def settings(self) -> dict[str, object]:
+        return dataclasses.asdict(self.resolved)
+
+    def resolve_options(self, options: LiveAvatarOptions) -> Preset:
+        settings = Preset(**{k: v for k, v in options.with_preset(DEFAULT_PRESET).items() if k not in ("sink_offsets", "start_position")})
+        check_size(settings.size)
+        if not math.isfinite(settings.audio_window_s) or settings.audio_window_s * self.fps < BLOCK_FRAMES * VAE_TEMPORAL_STRIDE:
+            raise InputError(f"--audio-window must hold at least one block ({BLOCK_FRAMES * VAE_TEMPORAL_STRIDE / self.fps} s), got {settings.audio_window_s}")
+        return settings
+
+    def geometry(self, settings: Preset) -> StreamGeometry:
+        width, height = settings.size
+        return StreamGeometry(height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE, settings.cache_blocks)
+
+    def build(
+        self,
+        device: torch.device,
+        options: FamilyOptions | Mapping[str, Any] | None = None,
+        *,
+        residency: dict[str, str] | None = None,
+        overlap: bool = False,
+        read_ahead: bool = False,
+    ) -> Pipeline:
+        options = LiveAvatarOptions.parse(options)
+        settings = self.resolved = self.resolve_options(options)
+        geometry = self.geometry(settings)
+        m, n = self.modules, self.networks
+        assert n.text_encoder is not None
+        latent_shape = (n.vae.config["z_dim"], geometry.lat_height, geometry.lat_width)
+        stages = [
+            LiveAvatarReferenceStage(m["vae"]),
+            LiveAvatarPromptStage(m["text_encoder"], n.text_encoder),
+            LiveAvatarAudioStage(
+                m["audio_encoder"],
+                n.audio_encoder.extractor,
+                FRAMES,
+                latent_shape,
+                fps=self.fps,
+                window_s=settings.audio_window_s,
+                lookahead_frames=settings.audio_lookahead,
+            ),
+            LiveAvatarBlockStage(
+                m["dit"],
+                Schedule.make(settings.steps, settings.shift),
+                geometry,
+                start_position=options.start_position or 0,
+                offsets=parse_offsets(options.sink_offsets),
+            ),
+            LiveAvatarDecodeStage(m["vae"]),
+        ]
+        runtime = Runtime(device, residency)
+        return Pipeline(
+            stages, BlockPlan(BLOCK_FRAMES), runtime, fps=self.fps, model_sample_rate=SAMPLE_RATE, overlap=overlap, read_ahead=read_ahead, frames=FRAMES
+        )
+
+    def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
+        """The reference image resized and centre-cropped to the output size."""
+        return load_reference_image(path if path is not None else DEFAULT_REFERENCE, self.frame_size)

@@ -1,0 +1,1 @@
+"""LiveAvatar stages: audio features, block-causal generation, streaming decode."""

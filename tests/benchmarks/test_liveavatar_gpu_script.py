@@ -1,0 +1,48 @@
+"""The LiveAvatar GPU benchmark: its CPU dry run renders every scenario and records what a GPU run reports."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from avatarstream.benchmarks import liveavatar_gpu as bench
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("liveavatar-gpu")
+    command = [sys.executable, "-m", "avatarstream.benchmarks.liveavatar_gpu", "--tiny", "--device", "cpu", "--threads", "1", "--out", str(out)]
+    done = subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": "1"}, check=False, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "running: resident at 64x64" in done.stdout
+    return json.loads((out / bench.RESULT_FILE).read_text())
+
+
+def test_dry_run_renders_every_scenario_with_its_figures(dry_run: dict[str, Any]) -> None:
+    assert list(dry_run["scenarios"]) == bench.TINY_PLAN.scenarios() == list(bench.RESIDENCIES)
+    for name, record in dry_run["scenarios"].items():
+        assert record["status"] == "ok", (name, record)
+        for key in ("ttff_s", "fps_out", "realtime_factor", "steady_fps", "wall_s"):
+            assert isinstance(record[key], float) and math.isfinite(record[key]) and record[key] > 0, (name, key)
+        assert record["frames"] == round(bench.TINY_PLAN.seconds * 25)
+        assert set(record["stage_seconds"]) == {"reference_encode", "prompt_encode", "context_gen", "audio_to_video", "decode"}
+        assert record["kv_cache_bytes"]["step_caches"] > record["kv_cache_bytes"]["sink"] > 0
+        assert record["peak_device_bytes"] is None  # no device allocator on a CPU
+    assert dry_run["tiny"] and dry_run["weight_bytes"] > 0 and "steps=4 layout" in dry_run["not_run"]
+
+
+def test_the_script_runs_the_module_under_the_time_limit() -> None:
+    script = (ROOT / "bench" / "liveavatar_gpu.sh").read_text()
+    assert "source bench/gpu_python.sh" in script
+    assert "timeout --kill-after=15 480" in script and "-m avatarstream.benchmarks.liveavatar_gpu" in script
+    assert os.access(ROOT / "bench" / "liveavatar_gpu.sh", os.X_OK)
+    assert subprocess.run(["bash", "-n", str(ROOT / "bench" / "liveavatar_gpu.sh")], check=False).returncode == 0
