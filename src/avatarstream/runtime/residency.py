@@ -74,6 +74,7 @@ class Runtime:
         self._lane = _Lane()
         self._lock = threading.RLock()
         self._h2d_taken = 0
+        self._syncs_taken = (0, 0)  # device_syncs, host_syncs as the previous chunk's figures left them
         self._peak_weight_bytes = 0
         self._chunk_peak_weight_bytes = 0
         self._peak_device_bytes: int | None = None
@@ -237,11 +238,15 @@ class Runtime:
 
         ``h2d_bytes``: bytes moved host-to-device; ``peak_device_bytes``: the
         device allocator's peak (None on CPU); ``peak_weight_bytes``: the most
-        weight bytes the policies held on the device at once (meaningful on CPU too).
+        weight bytes the policies held on the device at once (meaningful on CPU too);
+        ``device_syncs`` and ``host_syncs``: whole-device waits and device values read on the host.
         """
         with self._lock:
             self._fold_device_peak()
+            syncs = {"device_syncs": self.ops.device_syncs - self._syncs_taken[0], "host_syncs": self.ops.host_syncs - self._syncs_taken[1]}
+            self._syncs_taken = (self.ops.device_syncs, self.ops.host_syncs)
             stats = {
+                **syncs,
                 "h2d_bytes": self.ops.h2d_bytes - self._h2d_taken,
                 "peak_device_bytes": self._chunk_peak_device_bytes,
                 "peak_weight_bytes": self._chunk_peak_weight_bytes,
@@ -275,6 +280,8 @@ class Runtime:
         return {
             "policies": {name: self.policy_name(r.module) for name, r in sorted(self._residencies.items())},
             "h2d_bytes": self.h2d_bytes,
+            "device_syncs": self.ops.device_syncs,
+            "host_syncs": self.ops.host_syncs,
             "peak_weight_bytes": self._peak_weight_bytes,
             "peak_device_bytes": self.peak_device_bytes(),
         }

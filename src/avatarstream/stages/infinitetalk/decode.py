@@ -30,4 +30,4 @@ class WanDecodeStage(Stage):
         if ctx.cache is None:
             ctx.cache = DecoderCache.for_vae(vae)
         video = decode(vae, ctx["latents"].to(dtype), ctx.cache)
-        ctx["frames"] = video_to_frames(video.float()).numpy()
+        ctx["frames"] = video_to_frames(video.float())
