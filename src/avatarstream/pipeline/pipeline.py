@@ -39,6 +39,7 @@ from avatarstream.pipeline.resume import Handover, Resumable, StageParts, nbytes
 from avatarstream.pipeline.stage import PHASES, Phase, Stage
 from avatarstream.pipeline.state import HeldLatents, SessionState, StageContext
 from avatarstream.publish.media import MediaChunk
+from avatarstream.runtime.compiled import DEFAULT_BACKEND
 from avatarstream.runtime.cpu_threads import check_spinning
 from avatarstream.runtime.overlap import FinalizeWorker, StreamWorker
 from avatarstream.runtime.parallel.guard import DecodeGate, FollowGate, LeadGate, follower_gate, stops_every_rank
@@ -135,6 +136,11 @@ class Pipeline:
     @property
     def device(self) -> torch.device:
         return self.runtime.device
+
+    def compile(self, backend: str = DEFAULT_BACKEND) -> list[str]:
+        """Compile the transformer blocks of this pipeline's DiTs (``--compile``): each graph once per shape, during the
+        first chunks of the first run; the report's ``runtime.compile_s`` says how long that took. Returns the modules compiled."""
+        return self.runtime.compile(backend)
 
     def prepare(self) -> None:
         """Let the runtime put every module where its policy wants it before the first request."""
