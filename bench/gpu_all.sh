@@ -40,7 +40,7 @@ else
   source bench/gpu_env.sh
   set +e
 fi
-export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+export PYTHON PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1  # the part scripts (gpu_parallel.sh) use the same interpreter
 GPUS=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
 if [ -z "$OUT" ]; then
   NAME=$("$PYTHON" -c 'import torch; print(torch.cuda.get_device_name().lower().replace("nvidia", "").strip().replace(" ", "-") if torch.cuda.is_available() else "cpu")')

@@ -21,6 +21,7 @@ sync are counted: ``device_syncs`` (device-wide, never in the loop) and
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -177,7 +178,7 @@ class CudaOps(DeviceOps):
 
 
 def tensors_in(value: Any) -> Iterator[torch.Tensor]:
-    """Every tensor in ``value`` (nested dicts, lists and tuples)."""
+    """Every tensor in ``value`` (nested dicts, lists, tuples and dataclasses)."""
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, dict):
@@ -186,6 +187,9 @@ def tensors_in(value: Any) -> Iterator[torch.Tensor]:
     elif isinstance(value, list | tuple):
         for item in value:
             yield from tensors_in(item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for item in dataclasses.fields(value):
+            yield from tensors_in(getattr(value, item.name))
 
 
 def device_ops(device: torch.device) -> DeviceOps:
