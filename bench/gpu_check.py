@@ -316,8 +316,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"{name}: done in {result[name]['seconds']} s", flush=True)
         if device.type == "cuda":
             torch.cuda.empty_cache()
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")  # after every section: a run cut short keeps what it measured
     result["elapsed_s"] = round(time.perf_counter() - started, 2)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out} ({result['elapsed_s']} s)")
     return result

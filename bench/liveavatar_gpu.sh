@@ -6,10 +6,11 @@
 # stopped at 480 s; the JSON is rewritten after every scenario. Needs ~80 GiB of GPU memory.
 #   bench/liveavatar_gpu.sh                 -> bench/results/YYYY-MM-DD-liveavatar-gpu/liveavatar-gpu.json
 #   bench/liveavatar_gpu.sh --budget-s 200  # options pass through to python -m avatarstream.benchmarks.liveavatar_gpu
-# bench/gpu_python.sh finds (or makes) an interpreter with a CUDA torch and the packages: PYTHON, VENV and .whl/ as it says.
+# bench/gpu_env.sh finds (or makes) an interpreter with a CUDA torch and the packages: PYTHON, VENV and .whl/ as it says.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source bench/gpu_python.sh
+source bench/gpu_env.sh
 
 OUT=bench/results/$(date +%F)-liveavatar-gpu
+export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 exec timeout --kill-after=15 480 "$PYTHON" -m avatarstream.benchmarks.liveavatar_gpu --out "$OUT" "$@"

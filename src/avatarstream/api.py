@@ -75,6 +75,7 @@ def render(
     residency: str = "",
     parallel: str | None = None,
     overlap: bool | None = None,
+    compile: bool = False,
     threads: int | None = None,
     seed: int = 0,
     preset: str = "veryfast",
@@ -126,7 +127,7 @@ def render(
         try:
             with contextlib.nullcontext() if rank.publishes else stops_every_rank(parallel_groups.current()):  # a follower's failure reaches rank 0
                 return _render(source, reference, outputs, rank, run_device, prompt=prompt, model=model, weights=weights,
-                               model_options=model_options, residency=residency, overlap=overlap, seed=seed,
+                               model_options=model_options, residency=residency, overlap=overlap, compile=compile, seed=seed,
                                preset=preset, report=report, trace=trace, progress=progress)  # fmt: skip
         finally:
             finish(rank)
@@ -151,7 +152,7 @@ def _kept_preview(outputs: Outputs, sinks: Iterable[Sink]) -> PreviewServer | No
 def _render(
     audio: Iterable[PcmBlock], reference: PathLike | None, outputs: Outputs, rank: RankInfo, device: torch.device, *,
     prompt: str, model: str | Family, weights: PathLike | None, model_options: FamilyOptions | Mapping[str, Any] | None, residency: str,
-    overlap: bool | None, seed: int, preset: str, report: PathLike | None, trace: PathLike | None, progress: bool,
+    overlap: bool | None, compile: bool, seed: int, preset: str, report: PathLike | None, trace: PathLike | None, progress: bool,
 ) -> RenderResult:  # fmt: skip
     load_start = time.perf_counter()
     warnings = Warnings(on_new=_print_warning if rank.publishes else None)  # rank 0 speaks for every rank
@@ -168,6 +169,8 @@ def _render(
     warnings.extend(model_warnings(family))
     pipeline = family.build(device, options, residency=parse_residency(residency, family.modules),
                             overlap=device.type == "cuda" if overlap is None else overlap, read_ahead=True)  # fmt: skip
+    if compile:
+        pipeline.compile()
     pipeline.prepare()
     load_s = time.perf_counter() - load_start
 

@@ -42,7 +42,7 @@ def test_dry_run_renders_every_scenario_with_its_figures(dry_run: dict[str, Any]
 
 def test_the_script_runs_the_module_under_the_time_limit() -> None:
     script = (ROOT / "bench" / "liveavatar_gpu.sh").read_text()
-    assert "source bench/gpu_python.sh" in script
+    assert "source bench/gpu_env.sh" in script
     assert "timeout --kill-after=15 480" in script and "-m avatarstream.benchmarks.liveavatar_gpu" in script
     assert os.access(ROOT / "bench" / "liveavatar_gpu.sh", os.X_OK)
     assert subprocess.run(["bash", "-n", str(ROOT / "bench" / "liveavatar_gpu.sh")], check=False).returncode == 0

@@ -10,6 +10,7 @@ of its DiT (a step's guided velocity for InfiniteTalk, through the module's
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +88,17 @@ def forward(fam: Family) -> torch.Tensor:
 def audio() -> list[PcmBlock]:
     samples = speech(SECONDS)
     return [PcmBlock(samples[:, i : i + RATE // 5], RATE) for i in range(0, samples.shape[1], RATE // 5)]  # live-sized blocks
+
+
+def counting_predictions(counts: dict[str, int]) -> Callable[..., list[torch.Tensor]]:
+    """``DiTPredictor._forward`` adding to ``counts["predictions"]`` every prediction this process computes (a batched forward of k counts k)."""
+    real = DiTPredictor._forward
+
+    def counted(self: DiTPredictor, latent: torch.Tensor, timestep: torch.Tensor, conditions: tuple[tuple[bool, bool], ...]) -> list[torch.Tensor]:
+        counts["predictions"] += len(conditions)
+        return real(self, latent, timestep, conditions)
+
+    return counted
 
 
 def render(fam: Family, built: Pipeline) -> np.ndarray:

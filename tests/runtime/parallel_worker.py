@@ -13,15 +13,16 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.distributed as dist
-from parallel_cases import family, forward, pipeline, render
+from parallel_cases import counting_predictions, family, forward, pipeline, render
 from safetensors.torch import save_file
 
+from avatarstream.models.infinitetalk.predict import DiTPredictor
 from avatarstream.pipeline import pipeline as pipeline_module
 from avatarstream.runtime.launch import finish, init_rank
 from avatarstream.runtime.parallel import groups
 from avatarstream.runtime.parallel.layout import parse_parallel
 
-COUNTS = {"all_to_all": 0, "decoded": 0}
+COUNTS = {"all_to_all": 0, "all_gather": 0, "decoded": 0, "predictions": 0}
 
 
 def _counted(real, name: str):  # type: ignore[no-untyped-def]
@@ -34,9 +35,22 @@ def _counted(real, name: str):  # type: ignore[no-untyped-def]
     return count
 
 
+def _guidance_gathers(real):  # type: ignore[no-untyped-def]
+    """``real`` (dist.all_gather), counting the calls on the guidance group (sequence parallelism gathers on its own group)."""
+
+    def count(*args, **kwargs):  # type: ignore[no-untyped-def]
+        cfg_group = groups.current().cfg_group
+        COUNTS["all_gather"] += cfg_group is not None and kwargs.get("group") is cfg_group
+        return real(*args, **kwargs)
+
+    return count
+
+
 def main(out: Path, weights: Path, cases: list[str]) -> None:
     dist.all_to_all_single = _counted(dist.all_to_all_single, "all_to_all")  # the test checks the split really ran
+    dist.all_gather = _guidance_gathers(dist.all_gather)  # the guidance split gathered each step's predictions
     pipeline_module.send_decoded = _counted(pipeline_module.send_decoded, "decoded")  # and that the decode rank decoded
+    DiTPredictor._forward = counting_predictions(COUNTS)  # type: ignore[method-assign]  # what each rank computed
     first_layout = cases[0].split(":")[1].replace("+", ",")
     info, _ = init_rank(torch.device("cpu"), first_layout)
     torch.set_num_threads(1)

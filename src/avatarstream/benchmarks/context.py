@@ -39,6 +39,7 @@ class BenchContext:
     weights: Path | None = None
     model_options: FamilyOptions | None = None
     argv: list[str] = field(default_factory=list)
+    compile: bool = False  # --compile: every pipeline's DiT blocks compiled (a scenario may ask for either)
     _speech: dict[int, np.ndarray] = field(default_factory=dict)
     _loaded: Family | None = None
 
@@ -89,8 +90,12 @@ class BenchContext:
 
     def pipeline(self, family: Family, **options: Any) -> Pipeline:
         """``family``'s pipeline with the command line's model options, overridden by ``options``."""
+        compiled = options.pop("compile", self.compile)
         runtime = {k: options.pop(k) for k in RUNTIME_OPTIONS if k in options}
-        return family.build(self.device, {**self.options.given("build", "request"), **options}, **runtime)
+        pipeline = family.build(self.device, {**self.options.given("build", "request"), **options}, **runtime)
+        if compiled:
+            pipeline.compile()
+        return pipeline
 
     def run(self, family: Family, seconds: float | None = None, *, encode: bool = True, keep_frames: bool = False, **pipeline_options: Any) -> dict[str, Any]:
         """One measured run of ``seconds`` of looped speech."""

@@ -144,6 +144,8 @@ class Plan:
     seconds: float  # flashtalk audio per scenario
     infinitetalk_size: tuple[int, int]
     infinitetalk_steps: int  # steps run of the preset's 40; the rest extrapolated
+    residencies: tuple[str, ...] = tuple(RESIDENCIES)  # the configurations measured, of RESIDENCIES
+    guided: bool = True  # whether the guided preset's chunk runs
 
     def warmups(self) -> list[Scenario]:
         """One chunk per flashtalk size before anything is timed (kernels load, the allocator grows)."""
@@ -151,9 +153,10 @@ class Plan:
 
     def scenarios(self) -> list[Scenario]:
         """Grouped by residency, so the pinned host buffers of a configuration are reused across sizes."""
-        runs = [Scenario("flashtalk", size, residency, self.seconds) for residency in RESIDENCIES for size in self.sizes]
-        guided = Scenario("infinitetalk", self.infinitetalk_size, "resident", one_chunk_s("infinitetalk"), self.infinitetalk_steps)
-        runs.insert(len(self.sizes), guided)  # right after the resident runs: nothing has to move
+        runs = [Scenario("flashtalk", size, residency, self.seconds) for residency in self.residencies for size in self.sizes]
+        if self.guided:
+            guided = Scenario("infinitetalk", self.infinitetalk_size, "resident", one_chunk_s("infinitetalk"), self.infinitetalk_steps)
+            runs.insert(len(self.sizes) if self.residencies[:1] == ("resident",) else 0, guided)  # after the resident runs: nothing has to move
         return runs
 
 
@@ -261,13 +264,18 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, torch.OutOfMemoryError) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc))
 
 
-def run_scenario(family: InfiniteTalkFamily, scenario: Scenario, device: torch.device, speech: np.ndarray) -> dict[str, Any]:
-    """Build, prepare and render ``scenario``; a configuration that does not fit is a skip, not a crash."""
+def run_scenario(
+    family: InfiniteTalkFamily, scenario: Scenario, device: torch.device, speech: np.ndarray, compile_backend: str | None = None
+) -> dict[str, Any]:
+    """Build, prepare and render ``scenario`` (its DiT's blocks compiled with ``compile_backend``, if given); a configuration
+    that does not fit is a skip, not a crash."""
     pipeline = None
     try:
         start = time.perf_counter()
         # overlap as render does on a GPU; on the CPU dry run too, so that it takes the GPU's code path
         pipeline = family.build(device, scenario.options(), residency=RESIDENCIES[scenario.residency], overlap=True, read_ahead=True)
+        if compile_backend is not None:
+            pipeline.compile(compile_backend)
         build_s = time.perf_counter() - start
         start = time.perf_counter()
         pipeline.prepare()
@@ -321,6 +329,9 @@ def summarize(
         "peak_weight_bytes": runtime["peak_weight_bytes"],  # of the peak, what the policies held in weights
         "peak_rss_bytes": report["peak_rss_bytes"],
         "h2d_bytes": runtime["h2d_bytes"],  # prepare() included
+        "compile_s": runtime["compile_s"],  # compiling graphs in this render (the warm-ups compile most)
+        "device_syncs": runtime["device_syncs"],
+        "host_syncs": runtime["host_syncs"],
     }
     result["steady_realtime_factor"] = result["video_s_per_chunk"] / result["steady_chunk_s"]
     if scenario.steps is not None:
@@ -442,13 +453,24 @@ def parameter_counts(networks: InfiniteTalkNetworks) -> dict[str, int]:
 
 
 def run_all(
-    plan: Plan, family: InfiniteTalkFamily, device: torch.device, budget_s: float, progress: Progress, save: Callable[[dict[str, Any]], None]
+    plan: Plan,
+    family: InfiniteTalkFamily,
+    device: torch.device,
+    budget_s: float,
+    progress: Progress,
+    save: Callable[[dict[str, Any]], None],
+    compile_backend: str | None = None,
+    warmed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Warm up, then every scenario in order; skips what the budget leaves no time for."""
+    """Warm up (compiling, with ``compile_backend``; each warm-up's time into ``warmed``), then every scenario in order;
+    skips what the budget leaves no time for."""
     speech = bundled_speech(SAMPLE_RATE)
+    warmed = {} if warmed is None else warmed
     for warmup in plan.warmups():
         progress(f"warm-up: {warmup.name}")
-        run_scenario(family, warmup, device, speech)
+        start = time.perf_counter()
+        record = run_scenario(family, warmup, device, speech, compile_backend)
+        warmed[warmup.name] = {"wall_s": round(time.perf_counter() - start, 3), "compile_s": record.get("compile_s")}
     results: dict[str, Any] = {}
     previous, problem = None, None
     for scenario in plan.scenarios():
@@ -462,7 +484,7 @@ def run_all(
             progress(f"skipped: {scenario.name}: {problem}")
         else:
             progress(f"running: {scenario.name}")
-            results[scenario.name] = record = run_scenario(family, scenario, device, speech)
+            results[scenario.name] = record = run_scenario(family, scenario, device, speech, compile_backend)
             progress(f"  -> {headline(record)}")
         save(results)
     return results
@@ -505,11 +527,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--infinitetalk-steps", type=int, default=None, help="steps of the guided preset's 40 to run (default 3; each is ~10 s at 480p on an H200)"
     )
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch (1 keeps a dry run steady on a busy machine)")
+    parser.add_argument("--residencies", help=f"comma-separated configurations to measure, of: {', '.join(RESIDENCIES)} (default: all)")
+    parser.add_argument("--sizes", help="comma-separated flashtalk sizes WxH (default: the plan's)")
+    parser.add_argument("--no-guided", action="store_true", help="leave out the guided infinitetalk preset's chunk")
+    parser.add_argument("--compile", action="store_true", help="compile the DiT's blocks (--compile); the warm-ups compile, each scenario reports compile_s")
+    parser.add_argument("--compile-backend", default="inductor", help="torch.compile backend (aot_eager: a quick CPU dry run of --compile)")
     args = parser.parse_args(argv)
     progress, device = start_run(parser, args)
     plan = TINY_PLAN if args.tiny else REAL_PLAN
     if args.infinitetalk_steps is not None:
         plan = dataclasses.replace(plan, infinitetalk_steps=args.infinitetalk_steps)
+    plan = dataclasses.replace(plan, guided=not args.no_guided, **_chosen(parser, args.residencies, args.sizes))
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / RESULT_FILE
 
@@ -540,11 +568,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         write_json(path, {**result, "scenarios": scenarios, "total_s": round(progress.elapsed, 1)})
 
     save({})
-    result["scenarios"] = run_all(plan, family, device, args.budget_s, progress, save)
+    result["compiled"] = args.compile_backend if args.compile else None
+    result["warm_ups"] = {}  # filled as they run: wall and compile seconds (compiling happens there)
+    result["scenarios"] = run_all(plan, family, device, args.budget_s, progress, save, args.compile_backend if args.compile else None, result["warm_ups"])
     result["total_s"] = round(progress.elapsed, 1)
     write_json(path, result)
     progress(f"wrote {path}")
     return result
+
+
+def _chosen(parser: argparse.ArgumentParser, residencies: str | None, sizes: str | None) -> dict[str, Any]:
+    """The plan's residencies and sizes as the command line narrows them; a bad name or size is the parser's error."""
+    chosen: dict[str, Any] = {}
+    if residencies:
+        names = tuple(n.strip() for n in residencies.split(","))
+        unknown = [n for n in names if n not in RESIDENCIES]
+        if unknown:
+            parser.error(f"--residencies: unknown {unknown}; choose of {', '.join(RESIDENCIES)}")
+        chosen["residencies"] = names
+    if sizes:
+        try:
+            chosen["sizes"] = tuple((int(w), int(h)) for w, h in (s.strip().split("x") for s in sizes.split(",")))
+        except ValueError:
+            parser.error(f"--sizes: {sizes!r} is not WxH[,WxH...] (e.g. 832x480)")
+    return chosen
 
 
 if __name__ == "__main__":

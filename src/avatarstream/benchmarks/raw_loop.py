@@ -73,4 +73,4 @@ def raw_frames(
             low = source[:, :, clipped.offset : clipped.offset + clipped.end - clipped.start]
             sr_noise = seeded_noise((1, *ref_full.shape[1:2], 1, *ref_full.shape[2:]), device, seed, "sr").expand(-1, -1, low.shape[2], -1, -1)
             video, cache = vae.decode(net["sr_dit"](low, ref_full, sr_noise), cache)
-            yield video_to_frames(video).numpy()
+            yield video_to_frames(video).cpu().numpy()

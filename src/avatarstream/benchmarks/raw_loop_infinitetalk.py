@@ -61,7 +61,7 @@ def raw_frames(family: InfiniteTalkFamily, reference_image: np.ndarray, samples:
             positions = tuple(range(motion))
         latents = sample(DiTPredictor(n.dit, cond), noise.float(), held.float(), schedule, guidance, positions=positions)
         published = latents if k == 0 else latents[:, :, motion:]
-        frames = video_to_frames(decode(n.vae, published, cache).float()).numpy()
+        frames = video_to_frames(decode(n.vae, published, cache).float()).cpu().numpy()
         done = FRAMES.video_start(start + (0 if k == 0 else motion))
         yield frames[: max(total - done, 0)]
         previous, k = latents, k + 1

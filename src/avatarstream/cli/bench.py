@@ -11,7 +11,7 @@ from pathlib import Path
 from avatarstream.benchmarks.catalog import SUMMARIES
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, model_options
-from avatarstream.cli.runtime_args import add_runtime_arguments
+from avatarstream.cli.runtime_args import add_compile_argument, add_runtime_arguments
 from avatarstream.errors import InputError
 
 
@@ -28,6 +28,7 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     )
     p.add_argument("--scenario", action="append", choices=sorted(SUMMARIES), help="scenario to run (repeatable; default: speed)")
     add_runtime_arguments(p)
+    add_compile_argument(p)
     p.add_argument("--seconds", type=float, default=30.0, help="audio length of each measured run")
     p.add_argument("--minutes", type=float, default=30.0, help="session length of the memory scenario")
     p.add_argument("--repeats", type=int, default=3, help="runs per measurement (the median is reported)")
@@ -52,7 +53,16 @@ def run(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
     args.out.mkdir(parents=True, exist_ok=True)
     ctx = BenchContext(
-        args.model, device, args.seconds, args.repeats, args.out, minutes=args.minutes, weights=args.weights, model_options=options, argv=args.argv
+        args.model,
+        device,
+        args.seconds,
+        args.repeats,
+        args.out,
+        minutes=args.minutes,
+        weights=args.weights,
+        model_options=options,
+        argv=args.argv,
+        compile=args.compile,
     )
     machine = {
         "date": datetime.date.today().isoformat(),

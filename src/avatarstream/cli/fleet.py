@@ -6,7 +6,7 @@ import argparse
 
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments
-from avatarstream.cli.runtime_args import add_runtime_arguments
+from avatarstream.cli.runtime_args import add_compile_argument, add_runtime_arguments
 from avatarstream.cli.serve import add_server_arguments, server_settings
 from avatarstream.errors import InputError
 from avatarstream.output_paths import check_port
@@ -42,6 +42,7 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p.add_argument("--address", help="Ray cluster to join ('auto': the one this machine belongs to); default: start one here")
     p.add_argument("--num-cpus", type=int, help="CPUs of the Ray cluster started here (default: all)")
     add_runtime_arguments(p)
+    add_compile_argument(p)
     add_model_arguments(p, model)
     p.set_defaults(run=run)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from avatarstream.cli.encoder_args import add_x264_preset_argument
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, model_options
-from avatarstream.cli.runtime_args import add_parallel_argument, add_runtime_arguments
+from avatarstream.cli.runtime_args import add_compile_argument, add_parallel_argument, add_runtime_arguments
 from avatarstream.output_paths import check_outputs
 from avatarstream.publish.options import add_output_arguments, outputs_from_args
 from avatarstream.publish.outputs import Outputs
@@ -45,6 +45,7 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p.add_argument("--seed", type=int, default=0, help="noise seed; the same seed gives the same video")
     add_x264_preset_argument(p)
     add_runtime_arguments(p)
+    add_compile_argument(p)
     p.add_argument(
         "--overlap",
         action=argparse.BooleanOptionalAction,
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     relaunch(args.nproc, args.argv, args.parallel)  # returns in a torchrun worker or when --nproc is 1
     result = render(
         args.audio, args.reference, out=outputs, prompt=args.prompt, model=args.model, weights=args.weights, model_options=options, device=args.device, residency=args.residency, parallel=args.parallel,
-        overlap=args.overlap, threads=args.threads, seed=args.seed, preset=args.x264_preset, report=args.report, trace=args.trace,
+        overlap=args.overlap, compile=args.compile, threads=args.threads, seed=args.seed, preset=args.x264_preset, report=args.report, trace=args.trace,
         progress=not args.no_progress,
     )  # fmt: skip
     summary = result.report

@@ -12,9 +12,19 @@ THREADS_HELP = (
 )
 
 
+COMPILE_HELP = (
+    "torch.compile each DiT's transformer blocks (one graph per shape, made during the first chunks; the report's "
+    "runtime.compile_s says how long): faster steady chunks, a slower first one. Not with sharded modules or --parallel sp"
+)
+
+
 def add_runtime_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help=f"where to run: {', '.join(DEVICE_CHOICES)} (CUDA when present) or cuda:N")
     p.add_argument("--threads", type=int, help=THREADS_HELP)
+
+
+def add_compile_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--compile", action="store_true", help=COMPILE_HELP)
 
 
 PARALLEL_HELP = (

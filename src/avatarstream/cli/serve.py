@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from avatarstream.cli.encoder_args import add_x264_preset_argument
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, model_options
-from avatarstream.cli.runtime_args import add_parallel_argument, add_runtime_arguments
+from avatarstream.cli.runtime_args import add_compile_argument, add_parallel_argument, add_runtime_arguments
 from avatarstream.errors import InputError
 from avatarstream.output_paths import check_port
 
@@ -38,6 +38,7 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     )
     add_server_arguments(p)
     add_runtime_arguments(p)
+    add_compile_argument(p)
     p.add_argument("--nproc", type=int, default=1, help="processes (one per GPU) under torchrun that run each session together; rank 0 serves HTTP")
     add_parallel_argument(p)
     p.add_argument(
@@ -86,6 +87,7 @@ def server_settings(args: argparse.Namespace, *, max_sessions: int, processes: i
         threads=args.threads,
         work_dir=args.work_dir,
         processes=processes,
+        compile=args.compile,
     )
 
 

@@ -17,12 +17,14 @@ sends it while the next chunk generates.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import functools
 import math
 import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,10 +40,9 @@ from avatarstream.pipeline.resume import Handover, Resumable, StageParts, nbytes
 from avatarstream.pipeline.stage import PHASES, Phase, Stage
 from avatarstream.pipeline.state import HeldLatents, SessionState, StageContext
 from avatarstream.publish.media import MediaChunk
-from avatarstream.runtime.allocator import release_free_memory
+from avatarstream.runtime.compiled import DEFAULT_BACKEND
 from avatarstream.runtime.cpu_threads import check_spinning
-from avatarstream.runtime.devices import synchronize
-from avatarstream.runtime.overlap import FinalizeWorker
+from avatarstream.runtime.overlap import FinalizeWorker, StreamWorker
 from avatarstream.runtime.parallel.guard import DecodeGate, FollowGate, LeadGate, follower_gate, stops_every_rank
 from avatarstream.runtime.parallel.stage_pipe import Decoded, RemoteFinalizer, Stretch, receive_stretches, send_decoded
 from avatarstream.runtime.residency import Runtime
@@ -140,6 +141,11 @@ class Pipeline:
     @property
     def device(self) -> torch.device:
         return self.runtime.device
+
+    def compile(self, backend: str = DEFAULT_BACKEND) -> list[str]:
+        """Compile the transformer blocks of this pipeline's DiTs (``--compile``): each graph once per shape, during the
+        first chunks of the first run; the report's ``runtime.compile_s`` says how long that took. Returns the modules compiled."""
+        return self.runtime.compile(backend)
 
     def prepare(self) -> None:
         """Let the runtime put every module where its policy wants it before the first request."""
@@ -268,8 +274,8 @@ class _Run:
         groups = self.p.runtime.parallel
         if isinstance(self.gate, LeadGate) and groups.layout.decode_rank is not None:
             assert groups.control is not None and groups.to_decoder is not None and groups.from_decoder is not None, "a decode rank has its groups"
-            return RemoteFinalizer(groups.control, self.gate.run, groups.to_decoder, groups.from_decoder, groups.layout.decode_rank, self.p.device)
-        return FinalizeWorker(self.p.device) if self.p.overlap and (self.gate is None or isinstance(self.gate, LeadGate)) else None
+            return RemoteFinalizer(groups.control, self.gate.run, groups.to_decoder, groups.from_decoder, groups.layout.decode_rank, self.p.runtime.ops)
+        return FinalizeWorker(self.p.runtime.ops) if self.p.overlap and (self.gate is None or isinstance(self.gate, LeadGate)) else None
 
     @property
     def _finishes(self) -> bool:
@@ -290,7 +296,7 @@ class _Run:
                 start = self.now()
                 self._run_stage(stage, step, upcoming, frames=stretch.frames_range)
                 seconds.append(self.now() - start)
-            send_decoded(Decoded(step["frames"], seconds), groups.from_decoder, self.p.device)
+            send_decoded(Decoded(self.p.runtime.ops.to_host(step["frames"]), seconds), groups.from_decoder, self.p.device)
 
     def _restore(self, state: Resumable) -> None:
         """Put a saved run's values, latents, stage caches and audio in place of the init stages' work."""
@@ -347,8 +353,8 @@ class _Run:
         final = self._final_parts()  # as the run starts: nothing, or what a resumed run restored
         handover = Handover(self.savers, final) if self.savers else None  # states wait there for their frames
         submitted = 0  # stretches handed to the final stages
-        ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avatarstream-ahead") if self._reads_ahead(worker) else None
-        prepared: tuple[Chunk, Future[dict[str, Any]]] | None = None
+        ahead: StreamWorker[dict[str, Any]] | None = StreamWorker(self.p.runtime.ops, "ahead") if self._reads_ahead(worker) else None
+        prepared: tuple[Chunk, Future[tuple[dict[str, Any], Any]]] | None = None
         try:
             while True:
                 self._wait_for_audio(chunk)
@@ -357,7 +363,7 @@ class _Run:
                 if self.gate is not None and not self.gate.chunk_starts():
                     break  # rank 0 stopped the run
                 start_s = self.now()
-                step = prepared[1].result() if prepared is not None and prepared[0] == chunk else self._prepare(chunk)
+                step = ahead.take(prepared[1]) if ahead is not None and prepared is not None and prepared[0] == chunk else self._prepare(chunk)
                 prepared = self._prepare_ahead(ahead, self.p.plan.next_after(chunk))
                 pieces = [p for p in (piece.clipped(self.total_frames) for piece in chunk.publishes) if p is not None]
                 latents = self._generate(chunk, step, publishes=bool(pieces) and self._finishes)
@@ -367,7 +373,7 @@ class _Run:
                     if worker is None:
                         yield from self._out(finish(), handover)
                     else:
-                        worker.submit(finish)
+                        worker.submit(finish, inputs=finish.step)
                         # the very first frames are waited for: time to first frame beats overlap
                         for done in worker.drain() if next_publish == 0 else worker.ready(block=True):
                             yield from self._out(done, handover)
@@ -378,7 +384,7 @@ class _Run:
                 done_chunk, timeline, end_s = chunk, (start, max(end, start)), self.now()
                 chunk = self.p.plan.next_after(chunk)
                 if prepared is not None:
-                    prepared[1].result()  # it reads the audio that is about to be trimmed
+                    concurrent.futures.wait([prepared[1]])  # it reads the audio that is about to be trimmed
                 self._discard_audio(chunk, next_publish)
                 # the state at this boundary: never waits for the final stages still running; it is handed on once they are out
                 state, nbytes = self._boundary(chunk, next_publish)
@@ -386,13 +392,13 @@ class _Run:
                     obs.on_chunk(ChunkDone(done_chunk, timeline, start_s, end_s, nbytes))
                 if handover is not None and state is not None:
                     handover.boundary(state, submitted)
-                release_free_memory()  # what this chunk freed leaves RSS now, whichever thread's arena holds it
+                self.p.runtime.ops.release_host_memory()  # CPU: what this chunk freed leaves RSS now, whichever thread's arena holds it
             if worker is not None:
                 for done in worker.drain():
                     yield from self._out(done, handover)
         finally:
             if ahead is not None:
-                ahead.shutdown(wait=True, cancel_futures=True)
+                ahead.shutdown()
 
     def _reads_ahead(self, worker: FinalizeWorker[_Done] | RemoteFinalizer | None) -> bool:
         return worker is not None and self.p.read_ahead and bool(self.p._independent)
@@ -405,14 +411,14 @@ class _Run:
             self._run_stage(stage, step, upcoming, chunk=chunk)
         return step
 
-    def _prepare_ahead(self, ahead: ThreadPoolExecutor | None, chunk: Chunk) -> tuple[Chunk, Future[dict[str, Any]]] | None:
-        """Prepare ``chunk`` on a side thread while the current chunk generates (audio read ahead: file sources)."""
+    def _prepare_ahead(self, ahead: StreamWorker[dict[str, Any]] | None, chunk: Chunk) -> tuple[Chunk, Future[tuple[dict[str, Any], Any]]] | None:
+        """Prepare ``chunk`` on a side thread and stream while the current chunk generates (audio read ahead: file sources)."""
         if ahead is None:
             return None
         self._wait_for_audio(chunk)
         if self.total_frames is not None and self.p.plan.is_past_end(chunk, self.total_frames):
             return None
-        return chunk, ahead.submit(self._prepare, chunk)
+        return chunk, ahead.submit(functools.partial(self._prepare, chunk))
 
     def _wait_for_audio(self, chunk: Chunk) -> None:
         """Pull audio until the chunk's window (plus look-ahead) is readable or the stream ends."""
@@ -489,8 +495,7 @@ class _Run:
         runtime.stage_starts(stage.name, stage.modules(), upcoming.modules())
         with torch.inference_mode():
             stage.run(StageContext(self.session, stage.name, values))
-        runtime.stage_ends(stage.name, stage.modules())
-        synchronize(runtime.device)
+        runtime.stage_ends(stage.name, stage.modules())  # no device sync: the next stage's work queues behind this one's
         missing = [name for name in stage.writes if name not in values]
         if missing:
             raise PipelineGraphError(f"stage {stage.name!r} declared it writes {missing} but did not")
@@ -529,7 +534,9 @@ class _Finish:
         stages = self.run.p._by_phase["final"]
         for stage, upcoming in with_next(stages, self.after):
             self.run._run_stage(stage, self.step, upcoming, chunk=self.chunk, frames=(self.piece.start, self.piece.end))
-        return _Done(self._media(self.step["frames"]), self.run._final_parts())  # on the thread that ran them, before the next stretch
+        return _Done(
+            self._media(self.run.p.runtime.ops.to_host(self.step["frames"])), self.run._final_parts()
+        )  # on the thread that ran them, before the next stretch
 
     @property
     def stretch(self) -> Stretch:

@@ -7,14 +7,29 @@ their device buffers, copy into them and repoint parameters, so their logic is
 tested for real, but nothing pins memory or touches CUDA. On a GPU host
 buffers are pinned, copies run on side streams and ordering uses per-buffer
 events instead of whole-stream syncs.
+
+The chunk loop goes through the same seam: each worker thread (overlap,
+read-ahead) runs on its own stream (``on_stream``), hand-overs between threads
+are events (``compute_event`` where the work is queued, ``wait`` where it is
+used), tensors that cross streams are marked for the stream that uses them
+(``share``) so the caching allocator does not reuse them early, and the host
+reads a device value only through ``to_host`` (frames to encode). Both kinds of
+sync are counted: ``device_syncs`` (device-wide, never in the loop) and
+``host_syncs`` (the host waits for one stream to hand it a value).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import threading
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import torch
+
+from avatarstream.runtime.allocator import release_free_memory
 
 Stream = Any  # torch.cuda.Stream on a GPU, None on CPU
 Event = Any  # torch.cuda.Event on a GPU, None on CPU
@@ -28,6 +43,8 @@ class DeviceOps:
     def __init__(self, device: torch.device) -> None:
         self.device = device
         self.h2d_bytes = 0  # every byte a policy copied host -> device, for the report
+        self.device_syncs = 0  # whole-device waits (``synchronize``): none belong in the chunk loop
+        self.host_syncs = 0  # device values read on the host (``to_host``): the frames the encoder needs
         self._count_lock = threading.Lock()  # copies are queued from two threads when the pipeline overlaps
         self.copy_stream = self.new_stream()  # where whole-module prefetches go
 
@@ -54,6 +71,32 @@ class DeviceOps:
         with self._count_lock:
             self.h2d_bytes += nbytes
 
+    def _count_sync(self, *, device_wide: bool) -> None:
+        with self._count_lock:
+            if device_wide:
+                self.device_syncs += 1
+            else:
+                self.host_syncs += 1
+
+    def synchronize(self) -> None:
+        """Wait for every stream of the device (benchmarks' timings; never inside the chunk loop)."""
+        self._count_sync(device_wide=True)
+
+    def to_host(self, value: torch.Tensor | np.ndarray) -> np.ndarray:
+        """``value`` as a host array; a tensor costs one host sync (its stream's work up to it), counted."""
+        if isinstance(value, np.ndarray):
+            return value
+        self._count_sync(device_wide=False)
+        array: np.ndarray = value.detach().cpu().numpy()
+        return array
+
+    def on_stream(self, stream: Stream) -> contextlib.AbstractContextManager[Any]:
+        """Work queued inside runs on ``stream`` (a worker thread's own); CPU: runs as is."""
+        return contextlib.nullcontext()
+
+    def share(self, value: Any, stream: Stream) -> None:
+        """The tensors in ``value`` (made on another stream) are used on ``stream`` too: not reused before it is done with them."""
+
     def wait(self, event: Event) -> None:
         """Make the compute stream wait for ``event`` (not the host)."""
 
@@ -70,6 +113,10 @@ class DeviceOps:
     def take_peak_bytes(self) -> int | None:
         """Peak allocated device memory since the last call (None on CPU)."""
         return None
+
+    def release_host_memory(self) -> None:
+        """Give freed host memory back to the system (a CPU run's chunk buffers; rate-limited, see ``allocator``)."""
+        release_free_memory()
 
 
 class CudaOps(DeviceOps):
@@ -108,10 +155,41 @@ class CudaOps(DeviceOps):
     def hand_over(self, buffer: torch.Tensor) -> None:
         buffer.record_stream(torch.cuda.current_stream(self.device))
 
+    def synchronize(self) -> None:
+        super().synchronize()
+        torch.cuda.synchronize(self.device)
+
+    def on_stream(self, stream: Stream) -> contextlib.AbstractContextManager[Any]:
+        return torch.cuda.stream(stream)
+
+    def share(self, value: Any, stream: Stream) -> None:
+        target = stream if stream is not None else torch.cuda.current_stream(self.device)
+        for tensor in tensors_in(value):
+            if tensor.is_cuda:
+                tensor.record_stream(target)
+
+    def release_host_memory(self) -> None:
+        """Nothing: a GPU run's chunk buffers live in the device allocator, and a trim per chunk would only cost time."""
+
     def take_peak_bytes(self) -> int | None:
         peak = int(torch.cuda.max_memory_allocated(self.device))
         torch.cuda.reset_peak_memory_stats(self.device)
         return peak
+
+
+def tensors_in(value: Any) -> Iterator[torch.Tensor]:
+    """Every tensor in ``value`` (nested dicts, lists, tuples and dataclasses)."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from tensors_in(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from tensors_in(item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for item in dataclasses.fields(value):
+            yield from tensors_in(getattr(value, item.name))
 
 
 def device_ops(device: torch.device) -> DeviceOps:

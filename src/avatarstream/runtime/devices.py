@@ -27,6 +27,14 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def upload(tensor: torch.Tensor, device: torch.device, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``tensor`` on ``device`` without the host waiting: a plain copy from pageable host memory waits for the whole
+    stream, so on CUDA a host tensor is staged in pinned memory (torch's caching host allocator) and copied asynchronously."""
+    if device.type == "cuda" and tensor.device.type == "cpu":
+        tensor = tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device, dtype)
+
+
 def peak_device_bytes(device: torch.device) -> int | None:
     """Peak allocated device memory, or None where there is no device allocator (CPU)."""
     if device.type == "cuda":

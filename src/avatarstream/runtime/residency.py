@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from avatarstream.errors import InputError
+from avatarstream.runtime.compiled import DEFAULT_BACKEND, compile_blocks, compile_seconds
 from avatarstream.runtime.device_ops import device_ops
 from avatarstream.runtime.module import Module, all_here
 from avatarstream.runtime.parallel import groups as parallel_groups
@@ -74,6 +75,9 @@ class Runtime:
         self._lane = _Lane()
         self._lock = threading.RLock()
         self._h2d_taken = 0
+        self._compiled: list[str] = []  # modules whose blocks compile() compiled
+        self._compile_s_at: float | None = None  # the process's compile seconds when compile() was first called
+        self._syncs_taken = (0, 0)  # device_syncs, host_syncs as the previous chunk's figures left them
         self._peak_weight_bytes = 0
         self._chunk_peak_weight_bytes = 0
         self._peak_device_bytes: int | None = None
@@ -182,6 +186,31 @@ class Runtime:
                 self.residency(module).prefetch()
             self._note_weight_bytes()
 
+    def compile(self, backend: str = DEFAULT_BACKEND) -> list[str]:
+        """Compile the transformer blocks of every bound module that has them (``--compile``, see ``compiled``); their names.
+
+        Refused with one error where compiled blocks could not run as they are."""
+        with self._lock:
+            found = [r for _, r in sorted(self._residencies.items()) if has_blocks(r.module.network)]
+            for residency in found:
+                if residency.sequential_only:
+                    raise InputError(
+                        f"--compile cannot compile {residency.module.name!r} under {self.policy_name(residency.module)!r}: FSDP2 gathers a sharded "
+                        "block's parameters in hooks around its forward, which compiled blocks do not run here yet; use resident, offloaded or "
+                        "streamed for it, or leave --compile off"
+                    )
+            if found and self.parallel.layout.sp > 1:
+                raise InputError(
+                    f"--compile with --parallel sp={self.parallel.layout.sp}: the all-to-alls inside each block's self-attention are not compiled yet; "
+                    "use a cfg or decode layout, or leave --compile off"
+                )
+            if self._compile_s_at is None:
+                self._compile_s_at = compile_seconds()
+            for residency in found:
+                compile_blocks(residency.module.network, backend)
+                self._compiled.append(residency.module.name)
+            return [r.module.name for r in found]
+
     def close(self) -> None:
         """Let go of every module: no hooks, no device buffers of the policies."""
         with self._lock:
@@ -237,11 +266,15 @@ class Runtime:
 
         ``h2d_bytes``: bytes moved host-to-device; ``peak_device_bytes``: the
         device allocator's peak (None on CPU); ``peak_weight_bytes``: the most
-        weight bytes the policies held on the device at once (meaningful on CPU too).
+        weight bytes the policies held on the device at once (meaningful on CPU too);
+        ``device_syncs`` and ``host_syncs``: whole-device waits and device values read on the host.
         """
         with self._lock:
             self._fold_device_peak()
+            syncs = {"device_syncs": self.ops.device_syncs - self._syncs_taken[0], "host_syncs": self.ops.host_syncs - self._syncs_taken[1]}
+            self._syncs_taken = (self.ops.device_syncs, self.ops.host_syncs)
             stats = {
+                **syncs,
                 "h2d_bytes": self.ops.h2d_bytes - self._h2d_taken,
                 "peak_device_bytes": self._chunk_peak_device_bytes,
                 "peak_weight_bytes": self._chunk_peak_weight_bytes,
@@ -275,6 +308,10 @@ class Runtime:
         return {
             "policies": {name: self.policy_name(r.module) for name, r in sorted(self._residencies.items())},
             "h2d_bytes": self.h2d_bytes,
+            "device_syncs": self.ops.device_syncs,
+            "host_syncs": self.ops.host_syncs,
             "peak_weight_bytes": self._peak_weight_bytes,
             "peak_device_bytes": self.peak_device_bytes(),
+            "compiled": sorted(set(self._compiled)),
+            "compile_s": None if self._compile_s_at is None else round(compile_seconds() - self._compile_s_at, 3),  # lazily, in the first chunks
         }

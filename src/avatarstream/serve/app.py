@@ -67,6 +67,8 @@ def load_pipeline(settings: ServeSettings, device: torch.device) -> tuple[Family
     options = settings.family_options()
     family = load_family(settings.model, settings.weights, options, device=device)
     pipeline = family.build(device, options)
+    if settings.compile:
+        pipeline.compile()
     pipeline.prepare()
     return family, pipeline
 
@@ -76,7 +78,9 @@ def create_app(settings: ServeSettings, device: torch.device | None = None) -> F
     device = resolve_device(settings.device) if device is None else device
     family, pipeline = load_pipeline(settings, device)
     options = settings.family_options()
-    pipelines = Pipelines(family, device, options, pipeline, settings.preset, parallel=settings.processes > 1, retry_after_s=settings.retry_after_s)
+    pipelines = Pipelines(
+        family, device, options, pipeline, settings.preset, parallel=settings.processes > 1, retry_after_s=settings.retry_after_s, compile=settings.compile
+    )
     _warm_up(pipeline, pipelines.reference(pipelines.shared, None, options))
     owns_work_dir = settings.work_dir is None
     work_dir = Path(tempfile.mkdtemp(prefix="avatarstream-serve-")) if settings.work_dir is None else Path(settings.work_dir)

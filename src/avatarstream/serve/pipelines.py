@@ -66,9 +66,10 @@ class Pipelines:
         parallel: bool = False,
         limit: int = MAX_OTHER_PIPELINES,
         retry_after_s: int = 5,
+        compile: bool = False,
     ) -> None:
         """``shared``: the pipeline ``family`` built last, from ``options``. ``parallel``: every session runs over several
-        processes that follow that one pipeline, so no other can be built."""
+        processes that follow that one pipeline, so no other can be built. ``compile``: pipelines built here compile their DiT blocks too."""
         self.family = family
         self.device = device
         self.options = options
@@ -76,6 +77,7 @@ class Pipelines:
         self.parallel = parallel
         self.limit = limit
         self.retry_after_s = retry_after_s
+        self.compile = compile
         self.shared = Built(build_key(options), options, shared, self._encoder())
         self._lock = threading.Lock()
         self._last: Key | None = self.shared.key  # the options the family built last: its frame size and references follow them
@@ -140,6 +142,8 @@ class Pipelines:
         self._last = None  # a failed build may leave the family half-way
         try:
             pipeline = self.family.build(self.device, options)
+            if self.compile:
+                pipeline.compile()
             encoder = self._encoder()
         except InputError as err:
             raise InputError(f"model_options: {by_name(str(err), type(self.options))}") from None

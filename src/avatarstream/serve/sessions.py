@@ -19,7 +19,6 @@ import numpy as np
 from avatarstream.input_warnings import Warnings
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.publish.publisher import Publisher
-from avatarstream.runtime.allocator import release_free_memory
 from avatarstream.serve.live_audio import LiveAudio
 from avatarstream.serve.logs import event
 from avatarstream.serve.outputs import FRAMES_FOLDER, build_outputs
@@ -212,7 +211,7 @@ class SessionManager:
             session.error = session.error or f"an output could not be finalized: {err}"
         del self.active[session.id]
         self.engine.pipelines.release(session.built)
-        release_free_memory()  # the session's buffers, freed just now, leave the server's RSS
+        session.built.pipeline.runtime.ops.release_host_memory()  # the session's buffers, freed just now, leave the server's RSS (CPU)
         if session.state == "running":  # only now: a session that reads done or closed holds nothing any more
             session.state = "done" if session.completed else "closed"
         self.engine.metrics.sessions.labels(session.mode).dec()

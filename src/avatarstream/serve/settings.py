@@ -49,6 +49,7 @@ class ServeSettings:
     threads: int | None = None
     work_dir: Path | None = None
     processes: int = 1  # torchrun processes that run each session together (--nproc)
+    compile: bool = False  # every pipeline's DiT blocks compiled (--compile)
 
     def __post_init__(self) -> None:
         if self.token is not None and len(self.token) < 8:

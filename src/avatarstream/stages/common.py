@@ -24,6 +24,6 @@ def image_to_video_tensor(image: np.ndarray, device: torch.device) -> torch.Tens
 
 
 def video_to_frames(video: torch.Tensor) -> torch.Tensor:
-    """[1, 3, T, H, W] in [-1, 1] -> uint8 [T, H, W, 3] on the CPU."""
+    """[1, 3, T, H, W] in [-1, 1] -> uint8 [T, H, W, 3] where the video is (the pipeline reads final frames to the host, counted)."""
     pixels = ((video[0].clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
-    return pixels.permute(1, 2, 3, 0).contiguous().cpu()
+    return pixels.permute(1, 2, 3, 0).contiguous()

@@ -11,6 +11,8 @@ import hashlib
 
 import torch
 
+from avatarstream.runtime.devices import upload
+
 
 def derived_seed(seed: int, *parts: object) -> int:
     digest = hashlib.blake2b(repr((seed, *parts)).encode(), digest_size=8).digest()
@@ -19,4 +21,4 @@ def derived_seed(seed: int, *parts: object) -> int:
 
 def seeded_noise(shape: tuple[int, ...], device: torch.device, seed: int, *parts: object) -> torch.Tensor:
     generator = torch.Generator(device="cpu").manual_seed(derived_seed(seed, *parts))
-    return torch.randn(shape, generator=generator).to(device)
+    return upload(torch.randn(shape, generator=generator), device)

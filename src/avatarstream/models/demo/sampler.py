@@ -29,10 +29,10 @@ class FlowMatchEuler:
 
     def sample(self, velocity_fn: Callable[[Tensor, Tensor], Tensor], noise: Tensor) -> Tensor:
         """Integrates from `noise` (t = 1) to t = 0; velocity_fn(x, t [B]) returns v like x."""
-        schedule = self.timesteps()
-        ts, steps = schedule.to(noise.device), schedule.tolist()
+        steps = self.timesteps().tolist()
         x = noise
         for i in range(self.num_steps):
-            v = velocity_fn(x, ts[i].expand(noise.shape[0]))
+            t = torch.full((noise.shape[0],), steps[i], dtype=torch.float32, device=noise.device)  # filled there: no copy to wait for
+            v = velocity_fn(x, t)
             x = x + (steps[i + 1] - steps[i]) * v
         return x

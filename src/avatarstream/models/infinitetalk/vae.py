@@ -29,8 +29,10 @@ def _causal_convs(part: nn.Module) -> int:
 
 def _stats(vae: AutoencoderKLWan, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     shape = (1, -1, 1, 1, 1)
-    mean = torch.tensor(vae.config["latents_mean"], dtype=like.dtype, device=like.device).view(shape)
-    std = torch.tensor(vae.config["latents_std"], dtype=like.dtype, device=like.device).view(shape)
+    mean = torch.tensor(vae.config["latents_mean"], dtype=like.dtype).view(shape)
+    std = torch.tensor(vae.config["latents_std"], dtype=like.dtype).view(shape)
+    if like.device.type == "cuda":  # asynchronously: a plain copy from pageable memory would make the host wait for the stream
+        mean, std = mean.pin_memory().to(like.device, non_blocking=True), std.pin_memory().to(like.device, non_blocking=True)
     return mean, std
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from avatarstream.runtime.device_ops import DeviceOps
 from avatarstream.runtime.overlap import FinalizeWorker
 from avatarstream.runtime.parallel.control import ControlChannel, pack, unpack
 
@@ -65,14 +66,15 @@ class RemoteFinalizer:
     receives its frames and completes them, in order, at most ``max_pending`` in flight."""
 
     def __init__(self, control: ControlChannel, run: int, to_decoder: dist.ProcessGroup, from_decoder: dist.ProcessGroup, decoder: int,
-                 device: torch.device, max_pending: int = 2) -> None:  # fmt: skip
+                 ops: DeviceOps, max_pending: int = 2) -> None:  # fmt: skip
         self.control, self.run, self.decoder = control, run, decoder
         self.to_decoder, self.from_decoder = to_decoder, from_decoder
-        self.device = _wire_device(to_decoder, device)
+        self.device = _wire_device(to_decoder, ops.device)
         self._sent = 0
-        self._worker: FinalizeWorker[Any] = FinalizeWorker(device, max_pending)
+        self._worker: FinalizeWorker[Any] = FinalizeWorker(ops, max_pending)
 
-    def submit(self, work: RemoteWork) -> None:
+    def submit(self, work: RemoteWork, inputs: Any = None) -> None:
+        """Send the stretch now (``inputs``, what a local worker would keep alive for its stream, are sent before this returns)."""
         stretch = work.stretch
         latents = stretch.latents.to(self.device).contiguous()
         header = {"start": stretch.frames_range[0], "end": stretch.frames_range[1], "chunk": list(stretch.chunk), "dtype": str(latents.dtype),

@@ -7,6 +7,7 @@ import torch
 from avatarstream.models.demo import AudioEncoder
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
+from avatarstream.runtime.devices import upload
 from avatarstream.runtime.module import Module
 from avatarstream.stages.seeding import seeded_noise
 
@@ -38,7 +39,7 @@ class ContextGenStage(Stage):
         network = self.audio_encoder.network_as(AudioEncoder)
         device = next(network.parameters()).device
         samples = ctx["audio"].read(chunk.window_start - network.frames_before, chunk.window_end + network.frames_after)
-        ctx["audio_features"] = network(torch.from_numpy(samples)[None].to(device))
+        ctx["audio_features"] = network(upload(torch.from_numpy(samples)[None], device))
         channels, height, width = self.latent_shape
         shape = (1, channels, chunk.window_frames, height, width)
         ctx["noise"] = seeded_noise(shape, device, ctx.seed, "chunk", chunk.kind, chunk.index)

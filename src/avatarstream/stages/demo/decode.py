@@ -26,4 +26,4 @@ class DecodeStage(Stage):
 
     def run(self, ctx: StageContext) -> None:
         video, ctx.cache = self.vae.network_as(CausalVAE).decode(ctx["sr_latents"], ctx.cache)
-        ctx["frames"] = video_to_frames(video).numpy()
+        ctx["frames"] = video_to_frames(video)

@@ -22,6 +22,7 @@ from avatarstream.pipeline.chunks import Chunk, FrameLayout
 from avatarstream.pipeline.pipeline import AudioWindow
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
+from avatarstream.runtime.devices import upload
 from avatarstream.runtime.module import Module
 from avatarstream.stages.common import device_and_dtype
 from avatarstream.stages.seeding import seeded_noise
@@ -63,7 +64,7 @@ class WanAudioContextStage(Stage):
         first, end = self.frames.window_video_range(chunk.window_start, chunk.window_end)
         start, stop = self.feature_span(chunk.window_start, chunk.window_end, audio.total_frames)
         samples = loudness_normalize(audio.read(start, stop), SAMPLE_RATE)
-        features = wav2vec2_features(self.audio_encoder.network_as(Wav2Vec2Model), torch.from_numpy(samples).to(device, dtype))
+        features = wav2vec2_features(self.audio_encoder.network_as(Wav2Vec2Model), upload(torch.from_numpy(samples), device, dtype))
         return audio_windows(features, first - start, end - first)
 
     def run(self, ctx: StageContext) -> None:

@@ -43,14 +43,14 @@ class WanDecodeStage(Stage):
         video = decode(vae, ctx["latents"].to(dtype), ctx.cache).float()
         if self.strength:
             video = match_colors(video, ctx["reference_pixels"], self.strength)
-        ctx["frames"] = video_to_frames(video).numpy()
+        ctx["frames"] = video_to_frames(video)
 
 
 def decode_window(vae: AutoencoderKLWan, latents: torch.Tensor, reference: torch.Tensor, strength: float, frames: slice) -> torch.Tensor:
     """The ``frames`` of one chunk window decoded whole with a fresh cache, clamped, colour-corrected towards ``reference``:
-    float32 [1, 3, F, H, W] on the CPU. Only those frames are corrected (frame by frame, so exactly as in the whole window)."""
+    float32 [1, 3, F, H, W] on the VAE's device. Only those frames are corrected (frame by frame, so exactly as in the whole window)."""
     video = decode(vae, latents, DecoderCache.for_vae(vae)).float()
-    return match_colors(video[:, :, frames], reference, strength).cpu()
+    return match_colors(video[:, :, frames], reference, strength)
 
 
 def truncated_frames(video: torch.Tensor) -> torch.Tensor:
@@ -83,4 +83,4 @@ class WanWindowDecodeStage(Stage):
         first = self.frames.window_video_range(window_start, window_start + window.shape[2])[0]
         a, b = self.frames.video_range(start, end)
         video = decode_window(self.vae.network_as(AutoencoderKLWan), window.to(dtype), ctx["reference_pixels"], self.strength, slice(a - first, b - first))
-        ctx["frames"] = truncated_frames(video).numpy()
+        ctx["frames"] = truncated_frames(video)

@@ -21,6 +21,7 @@ from avatarstream.models.infinitetalk.vae import DecoderCache, decode, encode
 from avatarstream.pipeline.chunks import Chunk, FrameLayout
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
+from avatarstream.runtime.devices import upload
 from avatarstream.runtime.module import Module
 from avatarstream.stages.common import device_and_dtype
 from avatarstream.stages.infinitetalk.decode import decode_window
@@ -85,7 +86,7 @@ class WanAudioToVideoStage(Stage):
         def predict(latent: torch.Tensor, t: torch.Tensor, conditions: tuple[tuple[bool, bool], ...]) -> list[torch.Tensor]:
             return self.dit.predictions(conditions, lambda mine: predictor(latent, t, mine))  # all here, or shared by a guidance group
 
-        ctx["latents"] = sample(predict, noise, motion.float().to(device), self.schedule.to(device), self.guidance, positions=chunk.cond_positions)
+        ctx["latents"] = sample(predict, noise, motion.float().to(device), upload(self.schedule, device), self.guidance, positions=chunk.cond_positions)
         self.batched = predictor.batched
 
     def motion_latents(self, ctx: StageContext, chunk: Chunk) -> torch.Tensor:

@@ -35,4 +35,4 @@ class LiveAvatarDecodeStage(WanDecodeStage):
         ctx.cache = DecoderCache.for_vae(vae)
         decode(vae, ctx["motion_latents"][:, :, :WARMUP_LATENTS].to(device, dtype), ctx.cache)
         video = decode(vae, ctx["latents"].to(device, dtype), ctx.cache)[:, :, FIRST_BLOCK_DROP:]
-        ctx["frames"] = video_to_frames(video.float()).numpy()
+        ctx["frames"] = video_to_frames(video.float())

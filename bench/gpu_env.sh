@@ -1,7 +1,7 @@
-# Sourced by the GPU benchmark scripts: sets PYTHON to an interpreter with a CUDA torch and every package in NEEDS.
-# PYTHON picks the interpreter (default: .venv/bin/python, else python3). When it lacks a CUDA torch or the packages,
+# Sourced by the GPU scripts (bench/gpu_all.sh, bench/infinitetalk_gpu.sh): sets PYTHON to an interpreter with a torch that
+# sees a GPU and every package in NEEDS. When the given one ($PYTHON, default .venv/bin/python, else python3) lacks them,
 # they go into a venv ($VENV, default /tmp/avatarstream-gpu-venv) that sees python3's own packages (its CUDA torch);
-# with a folder .whl/ of wheels in the repository root, they are installed from there, offline.
+# with a folder .whl/ of wheels in the repository root (bench/fetch_gpu_wheels.sh), they are installed from there, offline.
 NEEDS=("diffusers==0.42.1" "transformers>=5.24,<6" "accelerate>=1.10" "av>=14" "ftfy>=6.1" "pyloudnorm>=0.2" "psutil>=5.9" "safetensors>=0.4")
 
 ready() {  # does interpreter $1 have a torch that sees a GPU and every package in NEEDS?
@@ -44,4 +44,4 @@ if ! ready "$PYTHON"; then
     "$PYTHON" -m pip install --quiet --disable-pip-version-check "${FROM[@]}" "${NEEDS[@]}"
   fi
 fi
-export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+

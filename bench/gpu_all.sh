@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Everything GPU-only, in one command, within about 9 minutes of device time (the first lent GPU runs this; DEVELOPERS).
+# Parts, most informative first; each has a time budget, runs under `timeout`, and a part that fails or runs out of
+# time does not stop the rest. A part starts only if TOTAL_S leaves it at least MIN_PART_S.
+#   1 streams                (60 s)  inline vs overlapped frames bit for bit (a stream race shows), device-wide and host
+#                                    syncs per chunk, every op that made the host wait (sync debug mode), demo model
+#   2 infinitetalk-eager    (200 s)  InfiniteTalk/FlashTalk at real size, random bf16 weights: fps, time to first frame,
+#                                    memory per residency (resident, DiT streamed:2, offloaded) at 832x480, guided chunk
+#   3 liveavatar            (120 s)  LiveAvatar at real size (bench/liveavatar_gpu.sh): 14B random bf16 at 704x384,
+#                                    fps, time to first frame, KV-cache memory
+#   4 infinitetalk-compiled (130 s)  the same with --compile (resident, 832x480): compile time apart, steady fps
+#   5 runtime               (100 s)  bench/gpu_check.py (pinned vs pageable H2D, streamed vs resident, stage switch time
+#                                    per policy) and `bench --scenario overlap` on the demo model
+#   6 parallel              (rest)   bench/gpu_parallel.sh, only with more than one GPU
+# Results: bench/results/<date>-<gpu>/ with README.md (a table of the parts, then the InfiniteTalk scenarios), one
+# folder and one log per part, parts.tsv.
+#   bench/gpu_all.sh                       # on the GPU machine (carry .whl/ from bench/fetch_gpu_wheels.sh)
+#   bench/gpu_all.sh --dry-run --out DIR   # CPU, tiny models, seconds per part: checks the script (a test runs it)
+# PYTHON picks the interpreter (see bench/gpu_env.sh); TOTAL_S (default 540; 1500 for a dry run) bounds the whole run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+DRY=0
+OUT=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dry-run) DRY=1 ;;
+    --out) OUT=$2; shift ;;
+    *) echo "error: unknown option $1; use --dry-run and/or --out DIR" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if [ "$DRY" = 1 ]; then
+  PYTHON=${PYTHON:-python3}
+  DRY_BUDGET=300  # a guard only: a dry run measures nothing, and a shared CPU runs it slowly
+else
+  set -e
+  source bench/gpu_env.sh
+  set +e
+fi
+export PYTHON PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1  # the part scripts (gpu_parallel.sh) use the same interpreter
+GPUS=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
+if [ -z "$OUT" ]; then
+  NAME=$("$PYTHON" -c 'import torch; print(torch.cuda.get_device_name().lower().replace("nvidia", "").strip().replace(" ", "-") if torch.cuda.is_available() else "cpu")')
+  OUT=bench/results/$(date +%F)-$NAME
+fi
+mkdir -p "$OUT"
+: >"$OUT/parts.tsv"
+TOTAL_S=${TOTAL_S:-$([ "$DRY" = 1 ] && echo 1500 || echo 540)}
+MIN_PART_S=${MIN_PART_S:-30}
+START=$SECONDS
+
+part() {  # part NAME BUDGET_S COMMAND...: run it under the smaller of its budget and what is left; one row in parts.tsv
+  local name=$1 budget=$2
+  shift 2
+  local left=$((TOTAL_S - (SECONDS - START)))
+  if [ "$left" -lt "$MIN_PART_S" ]; then
+    printf '%s\tskipped\t0\t%s\t%s\n' "$name" "$budget" "no time left (${left} s of ${TOTAL_S} s)" >>"$OUT/parts.tsv"
+    return
+  fi
+  local limit=$((budget < left ? budget : left)) began=$SECONDS status
+  mkdir -p "$OUT/$name"
+  echo "[gpu_all +$((SECONDS - START))s] $name (up to ${limit} s)"
+  timeout --kill-after=10 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  case $? in
+    0) status=ok ;;
+    124 | 137) status=timeout ;;
+    *) status=failed ;;
+  esac
+  local why=""
+  [ "$status" = ok ] || why=$(tail -n 1 "$OUT/$name.log" | tr '\t|' '  ' | cut -c1-160)  # the last words of a part that did not finish
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$status" "$((SECONDS - began))" "$limit" "$why" >>"$OUT/parts.tsv"
+}
+
+skip() {  # skip NAME WHY
+  printf '%s\tskipped\t0\t0\t%s\n' "$1" "$2" >>"$OUT/parts.tsv"
+}
+
+if [ "$DRY" = 1 ]; then
+  TINY=(--tiny --device cpu --threads 1 --residencies resident --sizes 64x48 --no-guided)
+  part streams $DRY_BUDGET "$PYTHON" -m avatarstream.benchmarks.gpu_streams --out "$OUT/streams" --device cpu --model demo-tiny --seconds 1.5
+  part infinitetalk-eager $DRY_BUDGET "$PYTHON" -m avatarstream.benchmarks.infinitetalk_gpu --out "$OUT/infinitetalk-eager" "${TINY[@]}"
+else
+  part streams 60 "$PYTHON" -m avatarstream.benchmarks.gpu_streams --out "$OUT/streams"
+  part infinitetalk-eager 200 "$PYTHON" -m avatarstream.benchmarks.infinitetalk_gpu --out "$OUT/infinitetalk-eager" --budget-s 130 \
+    --residencies resident,dit_streamed_2,offloaded --sizes 832x480
+fi
+
+if [ "$DRY" = 1 ]; then
+  part liveavatar $DRY_BUDGET "$PYTHON" -m avatarstream.benchmarks.liveavatar_gpu --out "$OUT/liveavatar" --tiny --device cpu --threads 1
+else
+  part liveavatar 120 bench/liveavatar_gpu.sh --out "$OUT/liveavatar" --budget-s 60
+fi
+
+if [ "$DRY" = 1 ]; then
+  part infinitetalk-compiled $DRY_BUDGET "$PYTHON" -m avatarstream.benchmarks.infinitetalk_gpu --out "$OUT/infinitetalk-compiled" "${TINY[@]}" \
+    --compile --compile-backend aot_eager
+  part runtime $DRY_BUDGET bash -c "'$PYTHON' bench/gpu_check.py --device cpu --smoke --out '$OUT/runtime/gpu_check.json' && \
+    '$PYTHON' -m avatarstream.cli.main bench --scenario overlap --model demo-tiny --device cpu --seconds 1.5 --repeats 1 --out '$OUT/runtime'"
+else
+  part infinitetalk-compiled 130 "$PYTHON" -m avatarstream.benchmarks.infinitetalk_gpu --out "$OUT/infinitetalk-compiled" --budget-s 90 \
+    --residencies resident --sizes 832x480 --no-guided --compile
+  part runtime 100 bash -c "timeout 70 '$PYTHON' bench/gpu_check.py --out '$OUT/runtime/gpu_check.json'; \
+    '$PYTHON' -m avatarstream.cli.main bench --scenario overlap --model demo --device cuda --seconds 10 --repeats 1 --out '$OUT/runtime'"
+fi
+
+if [ "$GPUS" -gt 1 ]; then
+  part parallel 600 env OUT="$OUT/parallel" bench/gpu_parallel.sh
+else
+  skip parallel "--parallel needs more than one GPU (${GPUS} here)"
+fi
+
+"$PYTHON" -m avatarstream.benchmarks.gpu_all_readme "$OUT"
+echo "[gpu_all +$((SECONDS - START))s] wrote $OUT/README.md"

@@ -1,0 +1,48 @@
+"""bench/gpu_all.sh: its CPU dry run (tiny models) runs every part in order and writes the README table; a run that has
+no time left skips the rest and still writes it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench/gpu_all.sh"
+PARTS = ["streams", "infinitetalk-eager", "liveavatar", "infinitetalk-compiled", "runtime", "parallel"]
+
+
+def _dry_run(out: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1", **env}
+    return subprocess.run([str(SCRIPT), "--dry-run", "--out", str(out)], env=environ, check=False, capture_output=True, text=True, timeout=1600)
+
+
+def _rows(out: Path) -> dict[str, list[str]]:
+    return {line.split("\t")[0]: line.split("\t") for line in (out / "parts.tsv").read_text().splitlines()}
+
+
+def test_dry_run_runs_every_part_and_writes_the_table(tmp_path: Path) -> None:
+    done = _dry_run(tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = _rows(tmp_path)
+    assert list(rows) == PARTS  # most informative first
+    for part in ("streams", "infinitetalk-eager", "infinitetalk-compiled", "runtime"):
+        assert rows[part][1] == "ok", (part, rows[part], (tmp_path / f"{part}.log").read_text()[-2000:])
+    assert rows["parallel"][1] == "skipped" and "more than one GPU" in rows["parallel"][4]
+    assert rows["liveavatar"][1] == "ok"
+    readme = (tmp_path / "README.md").read_text()
+    assert all(f"| {part} |" in readme for part in PARTS)
+    assert "overlapped frames identical to inline: True" in readme  # the streams part compared the two runs
+    assert "| infinitetalk-compiled | flashtalk 64x48 resident | ok |" in readme
+    for result in ("streams/streams.json", "infinitetalk-eager/infinitetalk-gpu.json", "runtime/gpu_check.json", "runtime/overlap.json"):
+        assert (tmp_path / result).is_file(), result
+
+
+def test_no_time_left_skips_the_rest_and_still_writes_the_table(tmp_path: Path) -> None:
+    done = _dry_run(tmp_path, TOTAL_S="31", MIN_PART_S="30")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = _rows(tmp_path)
+    assert rows["streams"][3] == "31"  # the first part runs within what is left, not its own budget
+    assert all(rows[part][1] == "skipped" for part in ("infinitetalk-eager", "infinitetalk-compiled", "runtime"))
+    assert "no time left" in rows["runtime"][4]
+    assert "| runtime | skipped |" in (tmp_path / "README.md").read_text()
