@@ -1,0 +1,202 @@
+"""AvatarstreamVideoService in a real Pipecat pipeline on its SmallWebRTC transport, watched by an aiortc viewer on loopback.
+
+One conversation per back-end: an utterance, idle, a long utterance interrupted, a last utterance. The viewer checks
+the frame rate, hears each tone when it sees its flash, sees idle frames in between, and hears the interrupted one stop
+within a chunk; the service reports time to first frame through Pipecat's metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from agent_script import COLOURBARS_CHUNK_S, Heard, flashes, heard, loud, pieces, rate, tone
+from pipecat.frames.frames import (
+    EndFrame,
+    Frame,
+    InterruptionFrame,
+    MetricsFrame,
+    OutputAudioRawFrame,
+    OutputImageRawFrame,
+    TTSAudioRawFrame,
+    TTSStartedFrame,
+    TTSStoppedFrame,
+)
+from pipecat.metrics.metrics import TTFBMetricsData
+from pipecat.pipeline.pipeline import Pipeline
+from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+from pipecat.transports.base_transport import TransportParams
+from pipecat.transports.smallwebrtc.connection import SmallWebRTCConnection
+from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
+from pipecat.workers.runner import WorkerRunner
+
+from avatarstream.errors import InputError
+from avatarstream.integrations.pipecat import AvatarstreamVideoService
+from webrtc_watch import Viewer, contrast
+
+
+class Played(FrameProcessor):
+    """After the transport's output, which passes on each image once shown and each audio frame once played: what played,
+    in order (images with their contrast, audio with its loudness and length), and the metrics."""
+
+    def __init__(self, size: tuple[int, int]) -> None:
+        super().__init__()
+        self.size = size
+        self.media: list[tuple[float, str, float, float]] = []  # (time, "image" | "audio", contrast | loudness, seconds)
+        self.ttfb: list[float] = []
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, OutputImageRawFrame):
+            image = np.frombuffer(frame.image, np.uint8).astype(np.float32)
+            self.media.append((time.monotonic(), "image", float(image.std()), 0.0))
+        elif isinstance(frame, OutputAudioRawFrame):
+            samples = np.frombuffer(frame.audio, "<i2").astype(np.float32)
+            self.media.append((time.monotonic(), "audio", float(np.abs(samples).mean()), samples.size / frame.num_channels / frame.sample_rate))
+        elif isinstance(frame, MetricsFrame):
+            self.ttfb += [d.value for d in frame.data if isinstance(d, TTFBMetricsData) and d.processor.startswith("AvatarstreamVideoService")]
+        await self.push_frame(frame, direction)
+
+    def between(self, start: float, end: float) -> list[tuple[float, str, float, float]]:
+        return [m for m in self.media if start <= m[0] < end]
+
+    def frames_per_audio_second(self, start: float, end: float) -> float:
+        played = self.between(start, end)
+        return sum(kind == "image" for _, kind, _, _ in played) / sum(seconds for _, kind, _, seconds in played if kind == "audio")
+
+    def flash_to_tone(self, start: float, end: float) -> int:
+        """Frames (images) from the first flash to the first loud audio that played: 0 when the flash shows as its tone starts."""
+        played = self.between(start, end)
+        flash = next(i for i, (_, kind, value, _) in enumerate(played) if kind == "image" and flashes(value))
+        sound = next(i for i, (_, kind, value, _) in enumerate(played) if kind == "audio" and loud(value))
+        return sum(kind == "image" for _, kind, _, _ in played[min(flash, sound) + 1 : max(flash, sound)]) * (1 if sound > flash else -1)
+
+    def speech_between(self, start: float, end: float) -> float:
+        """Seconds of loud audio that played in [start, end) (media time, whatever the machine's load)."""
+        return sum(seconds for _, kind, value, seconds in self.between(start, end) if kind == "audio" and loud(value))
+
+
+@dataclass
+class Conversation:
+    viewer: Viewer
+    played: Played
+    ttff_s: list[float]
+    marks: dict[str, float] = field(default_factory=dict)
+
+    def utterance(self, after: str, before: str | None = None) -> Heard:
+        return heard(self.viewer.video, self.viewer.audio, self.marks[after], self.marks[before] if before else float("inf"))
+
+
+def utterance(seconds: float, rate_hz: int, channels: int) -> list[Frame]:
+    """What a TTS sends for one answer: started, its audio in 20 ms pieces (faster than real time), stopped."""
+    audio = [TTSAudioRawFrame(piece, rate_hz, channels) for piece in pieces(tone(seconds, rate_hz, channels), rate_hz, channels)]
+    return [TTSStartedFrame(), *audio, TTSStoppedFrame()]
+
+
+async def say(task: PipelineWorker, talk: Conversation, mark: str, frames: list[Frame]) -> None:
+    talk.marks[mark] = time.monotonic()
+    await task.queue_frames(frames)
+
+
+async def converse(service: AvatarstreamVideoService, size: tuple[int, int], fps: int) -> Conversation:
+    viewer = Viewer(("audio", "video"))  # Pipecat's peer takes the audio section first
+    connection = SmallWebRTCConnection()
+    await connection.initialize(**await viewer.offer())
+    answer = connection.get_answer()
+    await viewer.answer({"sdp": answer["sdp"], "type": answer["type"]})
+    params = TransportParams(
+        audio_out_enabled=True, video_out_enabled=True, video_out_is_live=False, video_out_width=size[0], video_out_height=size[1], video_out_framerate=fps
+    )
+    transport = SmallWebRTCTransport(connection, params)
+    played = Played(size)
+    task = PipelineWorker(
+        Pipeline([transport.input(), service, transport.output(), played]),
+        params=PipelineParams(enable_metrics=True, send_initial_empty_metrics=False, audio_out_sample_rate=48000),
+        enable_rtvi=False,
+    )
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(task)
+    running = asyncio.create_task(runner.run())
+    talk = Conversation(viewer, played, service.ttff_s)
+    viewer.record(contrast)
+    try:
+        talk.marks["first_frame"] = await viewer.wait_for("video", lambda v: True)
+        await asyncio.sleep(0.5)
+        await say(task, talk, "a", utterance(0.8, 24000, 1))
+        await asyncio.sleep(2.4)  # the tone, then idle
+        await say(task, talk, "b", utterance(4.0, 16000, 2))
+        await viewer.wait_for("audio", loud, after=talk.marks["b"])
+        await asyncio.sleep(0.8)
+        await say(task, talk, "interrupt", [InterruptionFrame()])
+        await asyncio.sleep(1.5)
+        await say(task, talk, "c", utterance(0.4, 48000, 1))
+        await viewer.wait_for("audio", loud, after=talk.marks["c"])
+        await asyncio.sleep(0.8)
+        talk.marks["end"] = time.monotonic()
+        await task.queue_frame(EndFrame())
+        await asyncio.wait_for(running, 20)
+    finally:
+        if not running.done():
+            await task.cancel()
+        await viewer.close()
+        await connection.disconnect()
+    return talk
+
+
+def check(talk: Conversation, fps: int, chunk_s: float, label: str) -> None:
+    video, audio, marks, played = talk.viewer.video, talk.viewer.audio, talk.marks, talk.played
+    a, b, c = talk.utterance("a", "b"), talk.utterance("b", "c"), talk.utterance("c", "end")
+    spans = [(marks["a"], marks["b"]), (marks["b"], marks["interrupt"]), (marks["c"], marks["end"])]
+    cut_after = played.speech_between(marks["interrupt"] + 0.1, marks["c"])  # what was playing when the interrupt came is out ~0.1 s later
+    print(
+        f"\n{label}: TTFF after first TTS audio {', '.join(f'{s:.3f}' for s in talk.ttff_s)} s; A/V offset at the viewer (sound after picture) "
+        f"{a.offset_s * 1000:+.0f} / {b.offset_s * 1000:+.0f} / {c.offset_s * 1000:+.0f} ms, at the transport {[played.flash_to_tone(*span) for span in spans]} frames; "
+        f"received {rate(video, marks['first_frame'] + 1, marks['end']):.1f} fps, {played.frames_per_audio_second(marks['a'], marks['end']):.2f} frames per second of audio; "
+        f"{cut_after:.3f} s of the tone after the interrupt"
+    )
+    # frames at the model's rate: one per 1/fps of the audio played, and the viewer gets them at about that rate
+    assert played.frames_per_audio_second(marks["a"], marks["end"]) == pytest.approx(fps, rel=0.03)
+    assert 0.7 * fps <= rate(video, marks["first_frame"] + 1, marks["end"]) <= 1.2 * fps
+    # lips in time: each tone's first frame shows as its sound starts; a viewer on WebRTC hears it when it sees the flash
+    for span, spoken in zip(spans, (a, b, c), strict=True):
+        assert played.flash_to_tone(*span) == 0
+        assert abs(spoken.offset_s) < 0.25, f"sound {spoken.offset_s * 1000:+.0f} ms after the picture"
+    # idle between utterances: frames keep coming, silent and without the flash
+    idle_start, idle_end = a.last_heard + 0.3, marks["b"]
+    assert rate(video, idle_start, idle_end) >= 0.6 * fps
+    assert not any(map(loud, audio.values(idle_start, idle_end))) and not any(map(flashes, video.values(idle_start, idle_end)))
+    # the interruption cuts the sound at once (what the transport was playing) and the picture within a chunk; the next answer plays cleanly
+    assert cut_after <= 2 / fps, f"the tone went on for {cut_after:.3f} s after the interrupt"
+    assert video.count(marks["interrupt"], marks["interrupt"] + chunk_s + 0.3) > 0
+    assert b.last_heard - b.heard < 3.0  # of a 4 s answer
+    # each utterance's time to first frame went out as Pipecat's TTFB metric
+    assert len(talk.ttff_s) == 3 and played.ttfb == pytest.approx(talk.ttff_s, abs=0.05)
+
+
+@pytest.fixture
+def in_process() -> Callable[[], AvatarstreamVideoService]:
+    return lambda: AvatarstreamVideoService(model="colourbars", device="cpu")
+
+
+def test_in_process_avatar_talks_in_sync_over_smallwebrtc(in_process: Callable[[], AvatarstreamVideoService]) -> None:
+    service = in_process()
+    talk = asyncio.run(converse(service, service.frame_size, service.fps))
+    check(talk, service.fps, COLOURBARS_CHUNK_S, "in-process")
+
+
+def test_bad_arguments_fail_when_the_service_is_made(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError, match="unknown model 'nope'"):
+        AvatarstreamVideoService(model="nope")
+    with pytest.raises(InputError, match="reference image .* not found"):
+        AvatarstreamVideoService(model="demo-tiny", reference=tmp_path / "missing.png")
+    with pytest.raises(InputError, match="chunk-frames must be between"):
+        AvatarstreamVideoService(model="demo-tiny", model_options={"chunk_frames": 0})
+    with pytest.raises(InputError, match="server_url"):
+        AvatarstreamVideoService(model="demo-tiny", server_url="http://127.0.0.1:1")
+    with pytest.raises(InputError, match="unexpected keyword argument 'weigths'"):
+        AvatarstreamVideoService(model="demo-tiny", weigths="folder")
