@@ -15,8 +15,9 @@ import numpy as np
 from webrtc_watch import LOUD, Timeline
 
 FLASH = 65.0  # contrast (RGB std) of colourbars frames that play the tone (80 and more); idle ones measure about 45
-COLOURBARS_OPTIONS: dict[str, object] = {}
-COLOURBARS_CHUNK_S = 12 / 25  # its block of frames
+COLOURBARS_FPS = 25
+COLOURBARS_SIZE = (64, 48)
+COLOURBARS_CHUNK_S = 12 / COLOURBARS_FPS  # its block of frames
 
 
 def tone(seconds: float, rate: int, channels: int = 1) -> bytes:

@@ -8,13 +8,15 @@ within a chunk; the service reports time to first frame through Pipecat's metric
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import Callable
+import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pytest
-from agent_script import COLOURBARS_CHUNK_S, Heard, flashes, heard, loud, pieces, rate, tone
+from agent_script import COLOURBARS_CHUNK_S, COLOURBARS_FPS, COLOURBARS_SIZE, Heard, flashes, heard, loud, pieces, rate, tone
 from pipecat.frames.frames import (
     EndFrame,
     Frame,
@@ -35,9 +37,12 @@ from pipecat.transports.smallwebrtc.connection import SmallWebRTCConnection
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
 
+from avatarstream.benchmarks.local_server import ServerProcess
 from avatarstream.errors import InputError
 from avatarstream.integrations.pipecat import AvatarstreamVideoService
 from webrtc_watch import Viewer, contrast
+
+TOKEN = "agent-test-token-0123456789"
 
 
 class Played(FrameProcessor):
@@ -178,18 +183,23 @@ def check(talk: Conversation, fps: int, chunk_s: float, label: str) -> None:
     assert len(talk.ttff_s) == 3 and played.ttfb == pytest.approx(talk.ttff_s, abs=0.05)
 
 
-@pytest.fixture
-def in_process() -> Callable[[], AvatarstreamVideoService]:
-    return lambda: AvatarstreamVideoService(model="colourbars", device="cpu")
-
-
-def test_in_process_avatar_talks_in_sync_over_smallwebrtc(in_process: Callable[[], AvatarstreamVideoService]) -> None:
-    service = in_process()
+def test_in_process_avatar_talks_in_sync_over_smallwebrtc() -> None:
+    service = AvatarstreamVideoService(model="colourbars", device="cpu")
     talk = asyncio.run(converse(service, service.frame_size, service.fps))
     check(talk, service.fps, COLOURBARS_CHUNK_S, "in-process")
 
 
-def test_bad_arguments_fail_when_the_service_is_made(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_served_avatar_talks_in_sync_over_smallwebrtc(tmp_path: Path) -> None:
+    """The same conversation with the avatar rendered by a real `avatarstream serve` process, frames back over its frames socket."""
+    with ServerProcess(["--model", "colourbars", "--threads", "1", "--work-dir", str(tmp_path / "work")], TOKEN, tmp_path / "serve.log") as server:
+        service = AvatarstreamVideoService(server_url=server.url, token=TOKEN)
+        talk = asyncio.run(converse(service, COLOURBARS_SIZE, COLOURBARS_FPS))
+        check(talk, COLOURBARS_FPS, COLOURBARS_CHUNK_S, "served")
+        sessions = json.loads(urllib.request.urlopen(f"{server.url}/healthz", timeout=5).read())["sessions"]
+    assert sessions == 0  # the service closed its session
+
+
+def test_bad_arguments_fail_when_the_service_is_made(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown model 'nope'"):
         AvatarstreamVideoService(model="nope")
     with pytest.raises(InputError, match="reference image .* not found"):
@@ -198,5 +208,11 @@ def test_bad_arguments_fail_when_the_service_is_made(tmp_path) -> None:  # type:
         AvatarstreamVideoService(model="demo-tiny", model_options={"chunk_frames": 0})
     with pytest.raises(InputError, match="server_url"):
         AvatarstreamVideoService(model="demo-tiny", server_url="http://127.0.0.1:1")
+    with pytest.raises(InputError, match="no avatarstream server answers at http://127.0.0.1:9"):
+        AvatarstreamVideoService(server_url="http://127.0.0.1:9")
+    with pytest.raises(InputError, match="not an http"):
+        AvatarstreamVideoService(server_url="ws://127.0.0.1:9")
+    with pytest.raises(InputError, match="give one or the other"):
+        AvatarstreamVideoService(model="demo-tiny", server_url="http://127.0.0.1:9")
     with pytest.raises(InputError, match="unexpected keyword argument 'weigths'"):
         AvatarstreamVideoService(model="demo-tiny", weigths="folder")

@@ -91,7 +91,11 @@ class AvatarstreamVideoService(AIService):
 
     async def start(self, frame: StartFrame) -> None:
         await super().start(frame)
-        await self._engine.start()
+        try:
+            await self._engine.start()
+        except Exception as err:  # noqa: BLE001 -- a fatal error for the pipeline, which ends the bot
+            await self.push_error(f"{self}: the avatar could not start: {err}", exception=err, fatal=True)
+            return
         self._marks = SpeechMarks(AUDIO_RATE // self._engine.fps)
         self._frames_task = self.create_task(self._push_frames(), name="avatarstream-frames")
 
@@ -180,7 +184,11 @@ def _engine(model: str | Family | None, server_url: str | None, token: str | Non
         from avatarstream.integrations.local_engine import LocalEngine
 
         return _made(LocalEngine, model or DEFAULT_MODEL, **avatar)
-    raise InputError("server_url: a remote back-end is not in this version; render in this process with model=...")
+    if model is not None:
+        raise InputError("model chooses a model in this process; a server (server_url) runs its own: give one or the other")
+    from avatarstream.integrations.remote_engine import RemoteEngine
+
+    return _made(RemoteEngine, server_url, token=token, **avatar)
 
 
 def _made(cls: Any, *args: Any, **avatar: Any) -> AvatarEngine:

@@ -29,6 +29,11 @@ class Outputs(BaseModel):
     )
     rtmp: str | None = Field(None, description="publish to rtmp://HOST[:PORT]/APP/STREAM")
     kvs: KvsOutput | None = Field(None, description="publish to Amazon Kinesis Video Streams")
+    frames: bool = Field(
+        False,
+        description="raw frames with their audio over the frames WebSocket (links.frames_ws; every live session has it): "
+        "true with no other output asks for those alone, and nothing is encoded",
+    )
 
 
 class Stats(BaseModel):

@@ -22,7 +22,7 @@ from avatarstream.publish.publisher import Publisher
 from avatarstream.runtime.allocator import release_free_memory
 from avatarstream.serve.live_audio import LiveAudio
 from avatarstream.serve.logs import event
-from avatarstream.serve.outputs import build_outputs
+from avatarstream.serve.outputs import FramesOnly, build_outputs
 from avatarstream.serve.pipelines import Built
 from avatarstream.serve.problems import Busy, NotFound
 from avatarstream.serve.schemas import Outputs, SessionInfo
@@ -99,7 +99,7 @@ class SessionManager:
         try:
             outputs = build_outputs(spec, folder, live=mode == "live")
             try:
-                publisher = Publisher(built.encoder, outputs.sinks)
+                publisher: Publisher | FramesOnly = Publisher(built.encoder, outputs.sinks) if outputs.sinks else FramesOnly()
             except BaseException:
                 if outputs.webrtc is not None:
                     outputs.webrtc.close()
