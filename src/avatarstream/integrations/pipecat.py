@@ -41,7 +41,7 @@ from pipecat.services.settings import ServiceSettings
 
 from avatarstream.errors import InputError
 from avatarstream.families.base import Family
-from avatarstream.families.registry import DEFAULT_MODEL
+from avatarstream.integrations.backends import engine_for
 from avatarstream.integrations.engine import AUDIO_RATE, AvatarEngine, AvatarFrame, SpeechIn, SpeechMarks, s16_bytes
 
 #: How long a graceful end waits for queued speech to play, beyond its own length.
@@ -65,7 +65,7 @@ class AvatarstreamVideoService(AIService):
         takes with it: ``weights``, ``reference``, ``model_options``, ``device``, ``prompt``, ``seed``. ``server_url`` with
         ``token``: a running ``avatarstream serve`` instead (``avatar``: ``reference``, ``model_options``, ``prompt``,
         ``seed``, for its session). ``engine``: any other ``AvatarEngine``. ``name``: the processor's name in Pipecat."""
-        self._engine = engine if engine is not None else _engine(model, server_url, token, avatar)
+        self._engine = engine if engine is not None else engine_for(model, server_url, token, avatar)
         super().__init__(settings=ServiceSettings(model=str(getattr(self._engine, "name", "avatarstream"))), name=name)
         self._speech_in = SpeechIn()
         self._marks: SpeechMarks[Frame] = SpeechMarks(1)  # counted per frame once the engine knows its frame rate (start)
@@ -174,26 +174,3 @@ class AvatarstreamVideoService(AIService):
             await self.stop_ttfb_metrics()
         for held in self._marks.played(avatar.index, avatar.speech):
             await self.push_frame(held)
-
-
-def _engine(model: str | Family | None, server_url: str | None, token: str | None, avatar: dict[str, Any]) -> AvatarEngine:
-    """The back-end the arguments choose; a mix of both, or an argument neither takes, is refused."""
-    if server_url is None:
-        if token is not None:
-            raise InputError("token is for a server: give server_url with it, or drop it to render in this process")
-        from avatarstream.integrations.local_engine import LocalEngine
-
-        return _made(LocalEngine, model or DEFAULT_MODEL, **avatar)
-    if model is not None:
-        raise InputError("model chooses a model in this process; a server (server_url) runs its own: give one or the other")
-    from avatarstream.integrations.remote_engine import RemoteEngine
-
-    return _made(RemoteEngine, server_url, token=token, **avatar)
-
-
-def _made(cls: Any, *args: Any, **avatar: Any) -> AvatarEngine:
-    try:
-        engine: AvatarEngine = cls(*args, **avatar)
-    except TypeError as err:  # an argument this back-end does not take
-        raise InputError(f"{err}; see AvatarstreamVideoService's arguments") from None
-    return engine
