@@ -142,11 +142,13 @@ class AvatarstreamAvatar(AvatarSession):
             assert self._dispatcher_url is not None
             request = {"room": room.name, "agent_identity": room.local_participant.identity, "avatar_identity": self._identity}
             await asyncio.to_thread(_post_json, self._dispatcher_url.rstrip("/") + "/launch", request)
-            agent_session.output.audio = DataStreamAudioOutput(room, destination_identity=self._identity, wait_remote_track=rtc.TrackKind.KIND_VIDEO)
+            agent_session.output.replace_audio_tail(
+                DataStreamAudioOutput(room, destination_identity=self._identity, wait_remote_track=rtc.TrackKind.KIND_VIDEO)
+            )
             return
         output = QueueAudioOutput(sample_rate=AUDIO_RATE)
         self.runner = await run_avatar(room, output, AvatarstreamVideoGenerator(self._engine))
-        agent_session.output.audio = output
+        agent_session.output.replace_audio_tail(output)  # the agent's speech goes to the avatar, which publishes it with the video
 
     async def aclose(self) -> None:
         if self.runner is not None:
