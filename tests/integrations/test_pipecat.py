@@ -63,6 +63,8 @@ class Played(FrameProcessor):
         elif isinstance(frame, OutputAudioRawFrame):
             samples = np.frombuffer(frame.audio, "<i2").astype(np.float32)
             self.media.append((time.monotonic(), "audio", float(np.abs(samples).mean()), samples.size / frame.num_channels / frame.sample_rate))
+        elif isinstance(frame, TTSStoppedFrame):
+            self.media.append((time.monotonic(), "stopped", 0.0, 0.0))
         elif isinstance(frame, MetricsFrame):
             self.ttfb += [d.value for d in frame.data if isinstance(d, TTFBMetricsData) and d.processor.startswith("AvatarstreamVideoService")]
         await self.push_frame(frame, direction)
@@ -179,6 +181,11 @@ def check(talk: Conversation, fps: int, chunk_s: float, label: str) -> None:
     assert cut_after <= 2 / fps, f"the tone went on for {cut_after:.3f} s after the interrupt"
     assert video.count(marks["interrupt"], marks["interrupt"] + chunk_s + 0.3) > 0
     assert b.last_heard - b.heard < 3.0  # of a 4 s answer
+    # what follows an answer in the pipeline (its TTSStoppedFrame) reaches the transport once the answer has played
+    first_answer = played.between(marks["a"], marks["b"])
+    stopped = next(i for i, item in enumerate(first_answer) if item[1] == "stopped")
+    last_loud = max(i for i, item in enumerate(first_answer) if item[1] == "audio" and loud(item[2]))
+    assert 0 < stopped - last_loud <= 4  # right after it: the answer's last frames, not before them
     # each utterance's time to first frame went out as Pipecat's TTFB metric
     assert len(talk.ttff_s) == 3 and played.ttfb == pytest.approx(talk.ttff_s, abs=0.05)
 
