@@ -24,9 +24,13 @@ class Published:
 class MediaWatchers:
     def __init__(self) -> None:
         self._queues: set[asyncio.Queue[Published | None]] = set()
+        self._ended = False
 
     def watch(self) -> asyncio.Queue[Published | None]:
+        """A new watcher's queue; one that comes after the run ended (while its socket was opening) holds the end at once."""
         queue: asyncio.Queue[Published | None] = asyncio.Queue(MEDIA_QUEUE)
+        if self._ended:
+            queue.put_nowait(None)
         self._queues.add(queue)
         return queue
 
@@ -40,6 +44,7 @@ class MediaWatchers:
         self._put(Published(chunk, speech))
 
     def end(self) -> None:
+        self._ended = True
         self._put(None)
 
     def _put(self, item: Published | None) -> None:
