@@ -12,43 +12,22 @@ an LLM and a TTS, and the avatar speaks what the TTS says.
 
 from __future__ import annotations
 
-import io
 import os
-import shutil
-import subprocess
-import wave
 from collections.abc import AsyncIterator
 
-import numpy as np
 from livekit import rtc
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext, cli
+from offline_tts import pieces, speech
 
 from avatarstream.integrations.livekit import AvatarstreamAvatar
-from avatarstream.sources.audio_file import open_audio_file
-from avatarstream.sources.bundled import DEFAULT_SPEECH
 
 GREETING = "Hello! I am an avatar made by avatarstream, running on your own machine."
 
 server = AgentServer()
 
 
-def greeting_pcm() -> tuple[bytes, int]:
-    """The greeting as 16-bit mono PCM and its rate: a recording, espeak-ng's voice, or the bundled speech."""
-    wav = os.environ.get("AGENT_WAV")
-    if wav is None and shutil.which("espeak-ng"):
-        spoken = subprocess.run(["espeak-ng", "--stdout", GREETING], check=True, capture_output=True).stdout
-        with wave.open(io.BytesIO(spoken)) as clip:
-            return clip.readframes(clip.getnframes()), clip.getframerate()
-    with open_audio_file(wav or DEFAULT_SPEECH) as source:
-        mono = np.concatenate([block.samples.mean(axis=0) for block in source])
-        return (np.clip(mono, -1, 1) * 32767).astype("<i2").tobytes(), source.sample_rate
-
-
 async def frames(pcm: bytes, rate: int) -> AsyncIterator[rtc.AudioFrame]:
-    """The recording in 20 ms frames, as a TTS streams them."""
-    step = rate // 50 * 2
-    for offset in range(0, len(pcm), step):
-        piece = pcm[offset : offset + step]
+    for piece in pieces(pcm, rate):
         yield rtc.AudioFrame(piece, rate, 1, len(piece) // 2)
 
 
@@ -59,7 +38,7 @@ async def entrypoint(ctx: JobContext) -> None:
     avatar = AvatarstreamAvatar(dispatcher_url=dispatcher) if dispatcher else AvatarstreamAvatar(model=os.environ.get("AVATARSTREAM_MODEL", "demo"))
     await avatar.start(session, room=ctx.room)
     await session.start(agent=Agent(instructions="You are a friendly avatar."), room=ctx.room)
-    pcm, rate = greeting_pcm()
+    pcm, rate = speech(GREETING, os.environ.get("AGENT_WAV"))
     session.say(GREETING, audio=frames(pcm, rate))
 
 

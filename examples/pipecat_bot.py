@@ -15,14 +15,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
-import shutil
-import subprocess
-import wave
 from pathlib import Path
 
-import numpy as np
 from aiohttp import web
+from offline_tts import pieces, speech
 from pipecat.frames.frames import InterruptionFrame, TTSAudioRawFrame, TTSStartedFrame, TTSStoppedFrame
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
@@ -32,8 +28,6 @@ from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
 
 from avatarstream.integrations.pipecat import AvatarstreamVideoService
-from avatarstream.sources.audio_file import open_audio_file
-from avatarstream.sources.bundled import DEFAULT_SPEECH
 
 GREETING = "Hello! I am an avatar made by avatarstream, running on your own machine. Ask me anything."
 
@@ -69,23 +63,12 @@ document.getElementById("stop").onclick = () => post("/api/interrupt");
 """
 
 
-def speech(wav: Path | None, text: str) -> tuple[bytes, int]:
-    """The bot's answer as 16-bit mono PCM and its rate: a recording, espeak-ng's voice, or the bundled speech."""
-    if wav is None and shutil.which("espeak-ng"):
-        spoken = subprocess.run(["espeak-ng", "--stdout", text], check=True, capture_output=True).stdout
-        with wave.open(io.BytesIO(spoken)) as clip:
-            return clip.readframes(clip.getnframes()), clip.getframerate()
-    with open_audio_file(wav or DEFAULT_SPEECH) as source:
-        mono = np.concatenate([block.samples.mean(axis=0) for block in source])
-        return (np.clip(mono, -1, 1) * 32767).astype("<i2").tobytes(), source.sample_rate
-
-
 class Bot:
     """One conversation at a time: the pipeline of the last browser that connected."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.answer, self.rate = speech(args.wav, args.say)
+        self.answer, self.rate = speech(args.say, args.wav)
         self.worker: PipelineWorker | None = None
         self.runner: WorkerRunner | None = None
         self.connection: SmallWebRTCConnection | None = None
@@ -130,8 +113,7 @@ class Bot:
     async def say(self) -> None:
         if self.worker is None:
             return
-        step = self.rate // 50 * 2  # 20 ms pieces, as a TTS streams them
-        audio = [TTSAudioRawFrame(self.answer[i : i + step], self.rate, 1) for i in range(0, len(self.answer), step)]
+        audio = [TTSAudioRawFrame(piece, self.rate, 1) for piece in pieces(self.answer, self.rate)]
         await self.worker.queue_frames([TTSStartedFrame(), *audio, TTSStoppedFrame()])
 
     async def interrupt(self) -> None:
