@@ -44,24 +44,27 @@ def flashes(value: float) -> bool:
 class Heard:
     """One utterance as the viewer got it."""
 
-    seen: float  # the first flashing frame
     heard: float  # the first loud audio
     last_heard: float  # the last loud audio
+    seen: float | None = None  # the first flashing frame (for a model that flashes: colourbars)
 
     @property
     def offset_s(self) -> float:
         """Sound after picture (positive: the sound is late)."""
+        assert self.seen is not None, "this model shows no flash"
         return self.heard - self.seen
 
 
-def heard(video: Timeline, audio: Timeline, after: float, before: float = math.inf) -> Heard:
-    """The utterance that starts after ``after`` (and ends before ``before``)."""
+def heard(video: Timeline, audio: Timeline, after: float, before: float = math.inf, *, flash: bool = True) -> Heard:
+    """The utterance that starts after ``after`` (and ends before ``before``); with ``flash``, the flash that shows it."""
     start = audio.first(loud, after)
-    seen = video.first(flashes, after)
     assert start is not None and start < before, f"no tone heard after {after:.2f}"
-    assert seen is not None, f"no flash seen after {after:.2f}"
     ends = [t for t, value in audio.points if start <= t < before and loud(value)]
-    return Heard(seen, start, ends[-1])
+    if not flash:
+        return Heard(start, ends[-1])
+    seen = video.first(flashes, after)
+    assert seen is not None, f"no flash seen after {after:.2f}"
+    return Heard(start, ends[-1], seen)
 
 
 def rate(timeline: Timeline, start: float, end: float) -> float:

@@ -100,6 +100,18 @@ class Viewer:
             await asyncio.sleep(0.01)
         return found
 
+    async def wait_for_quiet(self, kind: str, is_on: Callable[[float], bool], after: float, quiet_s: float, timeout: float = 30.0) -> float:
+        """The arrival time of the last frame of ``kind`` whose measure ``is_on``, once none has come for ``quiet_s``."""
+        timeline = self.video if kind == "video" else self.audio
+        deadline = time.monotonic() + timeout
+        while True:
+            last = timeline.last(is_on, after) or after
+            if time.monotonic() - last >= quiet_s:
+                return last
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{kind} did not go quiet within {timeout} s")
+            await asyncio.sleep(0.02)
+
     async def close(self) -> None:
         for task in self._tasks:
             task.cancel()

@@ -127,7 +127,7 @@ class SpeechMarks(Generic[Mark]):
             return []
         self._played = min(self._played + speech * self._samples_per_frame, self._pushed)
         due = []
-        while self._marks and self._marks[0][0] <= self._played + self._samples_per_frame / 2:
+        while self._marks and self._marks[0][0] <= self._played + 1:  # a sample's leeway for the float sum
             due.append(self._marks.popleft()[1])
         return due
 
@@ -145,4 +145,4 @@ class SpeechMarks(Generic[Mark]):
     @property
     def waiting(self) -> bool:
         """Queued speech (or a mark) has not played yet."""
-        return bool(self._marks) or self._pushed - self._played > self._samples_per_frame / 2
+        return bool(self._marks) or self._pushed - self._played > 1
