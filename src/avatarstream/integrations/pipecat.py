@@ -106,6 +106,8 @@ class AvatarstreamVideoService(AIService):
         while self._marks.waiting and time.monotonic() < deadline and self._frames_task is not None and not self._frames_task.done():
             await asyncio.sleep(1 / self.fps)
         await self._close()
+        for held in self._marks.take_all():  # what waited for speech that never played goes on, in order, before the end
+            await self.push_frame(held)
 
     async def cancel(self, frame: CancelFrame) -> None:
         await super().cancel(frame)
@@ -121,8 +123,6 @@ class AvatarstreamVideoService(AIService):
             self._frames_task = None
         await self._engine.aclose()
         self._speech_in.close()
-        for held in self._marks.take_all():  # what waited for speech that never played goes on, in order
-            await self.push_frame(held)
 
     # -- frames in --------------------------------------------------------------------------------
 
