@@ -40,7 +40,7 @@ async def watch(base: str, sid: str, client: httpx.Client) -> tuple[dict, list[t
 
 def test_frames_come_raw_with_their_audio(tmp_path: Path) -> None:
     with running_server(tmp_path, token=TOKEN) as base, httpx.Client(base_url=base, headers=HEADERS, timeout=30) as client:
-        created = client.post("/sessions", data={"outputs": json.dumps({"hls": False, "frames": True})})
+        created = client.post("/sessions", data={"outputs": json.dumps({"hls": False, "frames_ws": True})})
         assert created.status_code == 201, created.text
         info = created.json()
         assert info["links"]["frames_ws"] == f"/sessions/{info['id']}/frames"

@@ -56,7 +56,7 @@ class RemoteEngine:
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.name = _check_server(self.base, token)
         self._form = {"model_options": json.dumps(dict(model_options or {})), "prompt": prompt, "seed": str(seed), "identity": identity}
-        self._form["outputs"] = json.dumps({"hls": False, "frames": True})  # nothing to encode: the frames come back raw
+        self._form["outputs"] = json.dumps({"hls": False, "frames_ws": True})  # nothing to encode: the frames come back raw
         self._reference = Path(reference) if reference is not None else None
         self._http: aiohttp.ClientSession | None = None
         self._audio: aiohttp.ClientWebSocketResponse | None = None

@@ -52,8 +52,8 @@ def build_outputs(spec: Outputs, folder: Path, *, live: bool) -> SessionOutputs:
         if out.webrtc is not None:
             out.webrtc.close()
         raise
-    if not out.sinks and not spec.frames:
-        raise InputError("no output: ask for at least one of hls, webrtc, file, rtmp, kvs, frames")
+    if not out.sinks and not spec.frames_ws:
+        raise InputError("no output: ask for at least one of hls, webrtc, file, rtmp, kvs, frames_ws")
     return out
 
 

@@ -29,7 +29,7 @@ class Outputs(BaseModel):
     )
     rtmp: str | None = Field(None, description="publish to rtmp://HOST[:PORT]/APP/STREAM")
     kvs: KvsOutput | None = Field(None, description="publish to Amazon Kinesis Video Streams")
-    frames: bool = Field(
+    frames_ws: bool = Field(
         False,
         description="raw frames with their audio over the frames WebSocket (links.frames_ws; every live session has it): "
         "true with no other output asks for those alone, and nothing is encoded",
