@@ -66,6 +66,7 @@ def render(
     reference: PathLike | None = None,
     *,
     out: PathLike | Outputs | None = "out/avatar.mp4",
+    frames: PathLike | None = None,
     prompt: str = "",
     model: str | Family = DEFAULT_MODEL,
     weights: PathLike | None = None,
@@ -86,7 +87,8 @@ def render(
     ``audio``: a WAV/MP3/FLAC/OGG file, or any iterable of ``PcmBlock`` (a live
     source); None: the bundled speech. ``reference``: a PNG/JPEG; None: the
     model's default avatar. ``out``: an MP4 path or an ``Outputs`` with any
-    combination of outputs. ``model``: a registered family's name
+    combination of outputs. ``frames``: also every frame as a lossless PNG in this new or empty folder
+    (``000000.png``, ...; the same as ``Outputs(frames=...)``). ``model``: a registered family's name
     (``avatarstream families`` lists them) with ``weights``, its folder as
     downloaded, or a family already loaded with ``load_family``, to render many
     times without reloading. ``model_options``: the family's own options, a
@@ -106,6 +108,10 @@ def render(
         raise InputError(f"--seed must be 0 or more, got {seed}")
     set_threads(threads)
     outputs = out if isinstance(out, Outputs) else Outputs(file=out)
+    if frames is not None:
+        if outputs.frames is not None:
+            raise InputError("frames is given twice: as render(frames=...) and in Outputs(frames=...); give one")
+        outputs = dataclasses.replace(outputs, frames=frames)
     check_outputs(outputs, report, trace)
     if audio is None:
         audio = DEFAULT_SPEECH
@@ -209,7 +215,7 @@ def _render(
         publisher = outputs.open(settings)
     kept = _kept_preview(outputs, publisher.sinks)
     try:
-        with publisher, tqdm(total=round(duration * family.fps) if duration else None, unit="frame", disable=not progress, desc="render") as bar:
+        with publisher, tqdm(total=pipeline.video_frames(duration) if duration else None, unit="frame", disable=not progress, desc="render") as bar:
             for media in pipeline.stream(audio, image, prompt, seed=seed, observers=observers):
                 publisher.submit(media)
                 bar.update(media.num_frames)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from avatarstream.errors import InputError
+from avatarstream.publish.frames import check_frames_folder
 from avatarstream.publish.outputs import Outputs, host_port
 from avatarstream.publish.sinks.file import EXTENSIONS as MP4_EXTENSIONS
 
@@ -37,6 +38,12 @@ def check_outputs(outputs: Outputs, report: str | os.PathLike[str] | None, trace
         if hls.resolve() in seen:
             raise InputError(f"--hls {hls} is also the {seen[hls.resolve()]} file; the HLS folder needs a path of its own")
         _check_folder(hls, "--hls")
+    if outputs.frames is not None:
+        frames = Path(outputs.frames)
+        if frames.resolve() in seen:
+            raise InputError(f"--frames {frames} is also the {seen[frames.resolve()]} file; the frames need a folder of their own")
+        check_frames_folder(frames)
+        _check_folder(frames, "--frames")
     if outputs.preview:
         check_port(*host_port(outputs.preview), "--preview HOST:PORT", what="the preview")
 
@@ -44,7 +51,7 @@ def check_outputs(outputs: Outputs, report: str | os.PathLike[str] | None, trace
 @contextlib.contextmanager
 def removed_on_failure(outputs: Outputs) -> Iterator[None]:
     """Remove the (still empty) MP4 file and HLS folder that opening the outputs created, if opening fails."""
-    new = [Path(p) for p in (outputs.file, outputs.hls) if p is not None and str(p) not in ("", "-") and not Path(p).exists()]
+    new = [Path(p) for p in (outputs.file, outputs.hls, outputs.frames) if p is not None and str(p) not in ("", "-") and not Path(p).exists()]
     try:
         yield
     except BaseException:

@@ -181,8 +181,8 @@ def build_networks(sizes: NetworkSizes, device: torch.device, dtype: torch.dtype
     if device.type != "meta":
         generator = torch.Generator(device).manual_seed(seed)
         materialize(dit, device, dtype, generator, dit_keeps_fp32)
-        for network in (vae, audio, text, image):
-            materialize(network, device, dtype, generator)
+        for network, precision in ((vae, torch.float32), (audio, torch.float32), (text, dtype), (image, dtype)):  # as the loader: VAE, wav2vec2 in fp32
+            materialize(network, device, precision, generator)
     resample_to_video_rate(audio)
     return InfiniteTalkNetworks(dit, vae, audio, TextEncoder(text, umt5_tokenizer()), ImageEncoder(image))
 

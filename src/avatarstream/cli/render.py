@@ -80,7 +80,11 @@ def run(args: argparse.Namespace) -> int:
     summary = result.report
     if not summary:  # a rank that does not publish
         return 0
-    wrote = [f"{what}{path}" for what, path in (("", outputs.file), ("HLS ", outputs.hls), ("report ", args.report), ("trace ", args.trace)) if path]
+    wrote = [
+        f"{what}{path}"
+        for what, path in (("", outputs.file), ("HLS ", outputs.hls), ("frames ", outputs.frames), ("report ", args.report), ("trace ", args.trace))
+        if path
+    ]
     print(
         f"done{' -> ' + ', '.join(wrote) if wrote else ''}: {summary['frames']} frames ({summary['duration_s']:.2f} s) | "
         f"time to first frame {summary['ttff_s']:.3f} s | real-time factor {summary['realtime_factor']:.2f}x | "

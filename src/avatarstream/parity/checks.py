@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 
 
 @dataclass(frozen=True)
 class Check:
+    """A measured figure against its limit: at most ``tolerance`` (an error), or at least it (``bound="min"``: a PSNR)."""
+
     case: str
     name: str
-    max_abs_err: float
+    max_abs_err: float  # the measured figure: an error for bound "max"
     tolerance: float
+    bound: Literal["max", "min"] = "max"
 
     @property
     def passed(self) -> bool:
-        return self.max_abs_err <= self.tolerance
+        return self.max_abs_err >= self.tolerance if self.bound == "min" else self.max_abs_err <= self.tolerance
 
     @classmethod
     def compare(cls, case: str, name: str, ours: torch.Tensor, reference: torch.Tensor, tolerance: float) -> Check:

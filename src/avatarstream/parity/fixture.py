@@ -27,9 +27,23 @@ class GoldenSet:
             spec = json.loads(path.read_text())
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid {path}: {exc}") from exc
-        if not isinstance(spec.get("cases"), dict):
-            raise InputError(f"{path} has no 'cases' section; expected the cases to run and their tolerances")
+        if not isinstance(spec.get("cases"), dict) and not isinstance(spec.get("settings"), dict):
+            raise InputError(
+                f"{path} has neither a 'cases' section (a component set: the cases to run and their tolerances) "
+                "nor 'settings' (a whole-video set: the reference's run and its frames)"
+            )
         return cls(root, spec)
+
+    @property
+    def whole_video(self) -> bool:
+        """A whole-video set: the reference CLI's ``command`` and ``settings``, its frames in ``cases/frames.safetensors``."""
+        return not isinstance(self.spec.get("cases"), dict)
+
+    def video_tolerance(self, key: str) -> float:
+        try:
+            return float(self.spec["tolerance"][key])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"{self.root / 'golden.json'} gives the video no tolerance {key!r}") from exc
 
     @property
     def reference_repo(self) -> str:

@@ -18,6 +18,7 @@ sends it while the next chunk generates.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Iterator, Sequence
@@ -51,7 +52,7 @@ from avatarstream.sources.pcm import PcmBlock
 PROVIDED: dict[Phase, frozenset[str]] = {
     "init": frozenset({"reference_image", "prompt"}),
     "chunk": frozenset({"chunk", "audio", "conditioning"}),
-    "final": frozenset({"latents", "frames_range"}),
+    "final": frozenset({"latents", "frames_range", "window_latents", "window_offset"}),
 }
 #: Values each phase must produce for the loop to continue.
 REQUIRED: dict[Phase, frozenset[str]] = {"init": frozenset(), "chunk": frozenset({"latents"}), "final": frozenset({"frames"})}
@@ -97,12 +98,15 @@ class Pipeline:
         overlap: bool = False,
         read_ahead: bool = False,
         frames: FrameLayout = FrameLayout(),
+        video_frames: Callable[[float], int] | None = None,
     ) -> None:
         if model_sample_rate % fps:
             raise PipelineGraphError(f"model sample rate {model_sample_rate} is not a whole number of samples per frame at {fps} fps")
         self.stages = tuple(stages)
         self.plan = plan
         self.frames = frames  # timeline (latent) frames -> video frames
+        # how many video frames audio of a duration (seconds) makes: round(duration x fps) unless the family counts otherwise
+        self.video_frames = video_frames or (lambda duration_s: round(duration_s * fps))
         self.runtime = runtime
         self.fps = fps
         self.model_sample_rate = model_sample_rate
@@ -125,6 +129,7 @@ class Pipeline:
         contexts = [s.audio_context_frames() for s in self.stages] or [(0, 0)]
         self.audio_frames_before = max(c[0] for c in contexts)
         self.audio_frames_after = max(c[1] for c in contexts)
+        self.whole_audio = any(s.needs_whole_audio for s in self.stages)
 
     @property
     def chunk_seconds(self) -> float:
@@ -411,7 +416,7 @@ class _Run:
 
     def _wait_for_audio(self, chunk: Chunk) -> None:
         """Pull audio until the chunk's window (plus look-ahead) is readable or the stream ends."""
-        need_s = (self.p.frames.video_start(chunk.window_end) + self.p.audio_frames_after) / self.p.fps
+        need_s = math.inf if self.p.whole_audio else (self.p.frames.video_start(chunk.window_end) + self.p.audio_frames_after) / self.p.fps
         while not self.timeline.ended and self.timeline.available_s() < need_s:
             block = next(self.audio, None)
             if block is None:
@@ -419,7 +424,7 @@ class _Run:
             else:
                 self.timeline.push(block)
         if self.timeline.ended and self.total_frames is None:
-            self.total_video = self.timeline.total_frames(self.p.fps) or 0
+            self.total_video = self.p.video_frames(self.timeline.duration_s)
             self.total_frames = self.p.frames.timeline_frames(self.total_video)
             if self.total_video == 0:
                 raise InputError(
@@ -446,6 +451,8 @@ class _Run:
         step: dict[str, Any] = {
             "latents": source[:, :, piece.offset : piece.offset + piece.end - piece.start],
             "frames_range": (piece.start, piece.end),
+            "window_latents": source,  # the whole generated window, for final stages that decode it anew (not sent to a decode rank)
+            "window_offset": piece.offset,
         }
         first, end = self.p.frames.video_range(piece.start, piece.end)
         count = end - first  # what the final stages make of these latents

@@ -39,6 +39,9 @@ class Stage(ABC):
     role: ClassVar[Role | None] = None
     #: The stage's whole cache is small and fixed in size (a causal decoder's): a resumed session takes it as it is.
     resumes_with_cache: ClassVar[bool] = False
+    #: The stage reads the whole audio before the first chunk (a model that encodes the file in one pass): the loop reads
+    #: the source to its end first, so such a pipeline suits files, not live sessions, and holds the whole audio once.
+    needs_whole_audio: ClassVar[bool] = False
 
     def modules(self) -> tuple[Module, ...]:
         """The modules this stage calls; the runtime makes them resident around ``run``."""

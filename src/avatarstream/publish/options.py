@@ -10,7 +10,7 @@ from avatarstream.publish.outputs import DEFAULT_PREVIEW, Outputs
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add --hls, --rtmp, --kvs*, --preview, --fragmented and --encoder (--out, the MP4 file, is the command's own)."""
+    """Add --hls, --rtmp, --kvs*, --preview, --frames, --fragmented and --encoder (--out, the MP4 file, is the command's own)."""
     g = parser.add_argument_group("outputs", "where the video goes besides --out; all of them are fed by one encode")
     g.add_argument("--hls", type=Path, metavar="DIR", help="also write a live HLS playlist (fMP4 segments, 1 s each) into DIR")
     g.add_argument("--rtmp", metavar="URL", help="also publish to an RTMP server, e.g. rtmp://host/live/stream (reconnects on failure)")
@@ -31,6 +31,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--kvs-stream-arn", metavar="ARN", help="the Kinesis video stream by ARN instead of --kvs NAME")
     g.add_argument("--kvs-region", metavar="REGION", help="AWS region of the stream (default: the AWS chain, e.g. AWS_DEFAULT_REGION)")
     g.add_argument("--kvs-endpoint", metavar="URL", help="PutMedia data endpoint to use instead of asking GetDataEndpoint")
+    g.add_argument("--frames", type=Path, metavar="DIR", help="also write every frame losslessly as DIR/000000.png, 000001.png, ... (DIR new or empty)")
     g.add_argument("--fragmented", action="store_true", help="write --out as fragmented MP4: playable while it grows, flat memory")
     g.add_argument("--encoder", choices=BACKENDS, default="pyav", help="encoder backend (H.264 + AAC)")
 
@@ -42,4 +43,5 @@ def outputs_from_args(args: argparse.Namespace) -> Outputs:
         file=None if out is None or str(out) == "-" else out, fragmented=args.fragmented, hls=args.hls, rtmp=args.rtmp,
         preview=args.preview, keep_preview=args.keep_preview, kvs=args.kvs, kvs_stream_arn=args.kvs_stream_arn,
         kvs_region=args.kvs_region, kvs_endpoint=args.kvs_endpoint, encoder=args.encoder,
+        frames=args.frames,
     )  # fmt: skip

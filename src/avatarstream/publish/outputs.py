@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from avatarstream.errors import InputError
 from avatarstream.publish.encoders import BACKENDS
+from avatarstream.publish.frames import FrameSink, PngFrameSink
 from avatarstream.publish.publisher import Publisher
 from avatarstream.publish.settings import EncoderSettings
 from avatarstream.publish.sink import Sink
@@ -33,6 +34,7 @@ class Outputs:
     is generated; with ``keep_preview`` it goes on serving the finished stream
     after the render until ``PreviewServer.stop()`` (the CLI: until Ctrl-C).
     ``kvs`` / ``kvs_stream_arn``: an Amazon Kinesis video stream.
+    ``frames``: a new or empty folder for one lossless PNG per frame (``000000.png``, ...).
     """
 
     file: str | os.PathLike[str] | None = None
@@ -46,6 +48,7 @@ class Outputs:
     kvs_region: str | None = None
     kvs_endpoint: str | None = None
     encoder: str = "pyav"
+    frames: str | os.PathLike[str] | None = None
 
     def open(self, settings: EncoderSettings) -> Publisher:
         """Build the sinks (checked before any frame exists) and a publisher over them.
@@ -76,9 +79,12 @@ class Outputs:
                 sinks.append(server)
             if self.kvs or self.kvs_stream_arn:
                 sinks.append(self._kvs_sink())
-            if not sinks:
-                raise InputError("no output: give an MP4 file (--out), an HLS folder (--hls), an RTMP URL (--rtmp), a Kinesis stream (--kvs) or --preview")
-            return Publisher(settings, sinks, encoder=self.encoder)
+            frame_sinks: list[FrameSink] = [PngFrameSink(Path(self.frames))] if self.frames is not None else []
+            if not sinks and not frame_sinks:
+                raise InputError(
+                    "no output: give an MP4 file (--out), an HLS folder (--hls), an RTMP URL (--rtmp), a Kinesis stream (--kvs), --preview or --frames DIR"
+                )
+            return Publisher(settings, sinks, encoder=self.encoder, frame_sinks=frame_sinks)
         except BaseException:
             if server is not None:  # already listening; stopping also removes its scratch folder
                 server.stop()

@@ -1,7 +1,8 @@
-"""Batch jobs: a whole audio file in, an MP4 out as fast as the model runs; status and download."""
+"""Batch jobs: a whole audio file in, an MP4 (and, asked for, PNG frames) out as fast as the model runs; status and download."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, UploadFile
@@ -9,7 +10,10 @@ from fastapi.responses import FileResponse
 
 from avatarstream.serve.api_sessions import ERRORS, JOB_AUDIO_HELP, SessionForm, job_form, open_session, video_response
 from avatarstream.serve.context import Server, authorized, form_body
+from avatarstream.serve.problems import Conflict, NotFound
 from avatarstream.serve.schemas import Problem, SessionInfo
+
+FRAME_NAME = re.compile(r"\d{6,}\.png")
 
 router = APIRouter(prefix="/jobs", tags=["batch jobs"], dependencies=[Depends(authorized)])
 
@@ -31,6 +35,18 @@ async def job_status(sid: str, server: Server) -> SessionInfo:
 @router.get("/{sid}/video.mp4", response_class=FileResponse, responses=ERRORS | {409: {"model": Problem}}, summary="The finished MP4")
 async def job_video(sid: str, server: Server) -> FileResponse:
     return video_response(server, sid, "batch")
+
+
+@router.get("/{sid}/frames/{name}", response_class=FileResponse, responses=ERRORS | {409: {"model": Problem}}, summary="One PNG frame of a finished job")
+async def job_frame(sid: str, name: str, server: Server) -> FileResponse:
+    """Frame i is ``{i:06d}.png`` (outputs.frames); served once the job is done."""
+    path = server.manager.frame(sid, name) if FRAME_NAME.fullmatch(name) else None
+    if path is None:
+        info = server.manager.info(sid, "batch")
+        if info.state == "running":
+            raise Conflict(f"the frames are ready when the job is done ({info.stats.frames} frames so far)")
+        raise NotFound(f'no frame {name}: ask for outputs {{"frames": true}}; frames are 000000.png to {max(info.stats.frames - 1, 0):06d}.png')
+    return FileResponse(path, media_type="image/png")
 
 
 @router.delete("/{sid}", response_model=SessionInfo, responses=ERRORS, summary="Cancel a job and delete its video")

@@ -85,6 +85,8 @@ async def open_session(
     warnings = Warnings(model_warnings(pipelines.family))
     try:
         built = await server.blocking(pipelines.acquire, options)
+        if mode == "live" and built.pipeline.whole_audio:
+            raise InputError("these model_options read the whole audio before the first frame, which a live session never has: send a batch job (POST /jobs)")
         make = partial(pipelines.reference, built, options=options, warnings=warnings)
         image = await server.blocking(reference_image, form.identity, form.reference, folder, make, server.settings.max_upload_bytes)
         if audio is not None:

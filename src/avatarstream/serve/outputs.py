@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from avatarstream.errors import InputError
+from avatarstream.publish.frames import FrameSink, PngFrameSink
 from avatarstream.publish.media import MediaChunk
 from avatarstream.publish.sink import Sink, SinkReport
 from avatarstream.publish.sinks import HlsSink, Mp4FileSink, RtmpSink
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
 HLS_WINDOW = 10  # segments kept: an endless session needs a bounded folder
 VIDEO_FILE = "video.mp4"
+FRAMES_FOLDER = "frames"
 
 
 @dataclass
@@ -27,11 +29,16 @@ class SessionOutputs:
     hls_dir: Path | None = None
     video: Path | None = None
     webrtc: WebRtcSink | None = None
+    frame_sinks: list[FrameSink] = field(default_factory=list)
 
 
 def build_outputs(spec: Outputs, folder: Path, *, live: bool) -> SessionOutputs:
     """Sinks for ``spec``; a batch job always writes its MP4. Raises InputError for unusable values."""
     out = SessionOutputs()
+    if spec.frames:
+        if live:
+            raise InputError("frames are for batch jobs: a live session has no end, and its PNG frames would fill the disk; use hls, webrtc or file")
+        out.frame_sinks.append(PngFrameSink(folder / FRAMES_FOLDER, option="outputs.frames"))
     try:
         if spec.file or not live:
             out.video = folder / VIDEO_FILE
@@ -52,8 +59,8 @@ def build_outputs(spec: Outputs, folder: Path, *, live: bool) -> SessionOutputs:
         if out.webrtc is not None:
             out.webrtc.close()
         raise
-    if not out.sinks and not spec.frames_ws:
-        raise InputError("no output: ask for at least one of hls, webrtc, file, rtmp, kvs, frames_ws")
+    if not out.sinks and not out.frame_sinks and not spec.frames_ws:
+        raise InputError("no output: ask for at least one of hls, webrtc, file, rtmp, kvs, frames, frames_ws")
     return out
 
 

@@ -121,7 +121,14 @@ class Pipelines:
             if self._last != built.key:
                 self._build(built.key, built.options)  # the family fits references to its last build: make that this one
             with collecting(warnings):
-                return self.family.reference(path, options)
+                image = self.family.reference(path, options)
+        height, width = image.shape[:2]
+        if (width, height) != (built.encoder.width, built.encoder.height):  # a family that sizes its output from the image
+            raise InputError(
+                f"the model fitted this reference to {width}x{height}, but this pipeline encodes "
+                f"{built.encoder.width}x{built.encoder.height}; give model_options a size"
+            )
+        return image
 
     @property
     def in_use(self) -> dict[Key, int]:

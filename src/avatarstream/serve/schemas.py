@@ -29,6 +29,10 @@ class Outputs(BaseModel):
     )
     rtmp: str | None = Field(None, description="publish to rtmp://HOST[:PORT]/APP/STREAM")
     kvs: KvsOutput | None = Field(None, description="publish to Amazon Kinesis Video Streams")
+    frames: bool = Field(
+        False,
+        description="batch jobs: every frame as a lossless PNG, downloadable at /jobs/{id}/frames/000000.png, 000001.png, ... once the job is done",
+    )
     frames_ws: bool = Field(
         False,
         description="raw frames with their audio over the frames WebSocket (links.frames_ws; every live session has it): "

@@ -267,6 +267,8 @@ class Session:
             links["webrtc"] = f"{base}/webrtc"
         if self.outputs.video is not None:
             links["video"] = f"{base}/video.mp4"
+        if self.outputs.frame_sinks:
+            links["frames"] = f"{base}/frames/000000.png"
         stats = Stats(
             frames=self.frames,
             duration_s=round(self.frames / fps, 3),

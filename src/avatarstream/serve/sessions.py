@@ -22,7 +22,7 @@ from avatarstream.publish.publisher import Publisher
 from avatarstream.runtime.allocator import release_free_memory
 from avatarstream.serve.live_audio import LiveAudio
 from avatarstream.serve.logs import event
-from avatarstream.serve.outputs import FramesOnly, build_outputs
+from avatarstream.serve.outputs import FRAMES_FOLDER, FramesOnly, build_outputs
 from avatarstream.serve.pipelines import Built
 from avatarstream.serve.problems import Busy, NotFound
 from avatarstream.serve.schemas import Outputs, SessionInfo
@@ -99,7 +99,9 @@ class SessionManager:
         try:
             outputs = build_outputs(spec, folder, live=mode == "live")
             try:
-                publisher: Publisher | FramesOnly = Publisher(built.encoder, outputs.sinks) if outputs.sinks else FramesOnly()
+                publisher: Publisher | FramesOnly = (
+                    Publisher(built.encoder, outputs.sinks, frame_sinks=outputs.frame_sinks) if outputs.sinks or outputs.frame_sinks else FramesOnly()
+                )
             except BaseException:
                 if outputs.webrtc is not None:
                     outputs.webrtc.close()
@@ -152,6 +154,14 @@ class SessionManager:
         if ended is not None and ended.info.mode == mode:
             return ended.info
         return self.get(sid, mode).info()
+
+    def frame(self, sid: str, name: str) -> Path | None:
+        """A PNG frame of a finished batch job that asked for frames (None while it runs, or for a frame it did not make)."""
+        ended = self.ended.get(sid)
+        if ended is None or ended.info.mode != "batch" or not ended.info.outputs.frames:
+            return None
+        path = ended.folder / FRAMES_FOLDER / name
+        return path if path.is_file() else None
 
     def video(self, sid: str, mode: Mode) -> Path | None:
         """The finished MP4 of an ended session (None while it runs or if it made none)."""

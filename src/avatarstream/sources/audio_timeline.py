@@ -181,7 +181,3 @@ class AudioTimeline:
         for track, first, samples in ((self.model_track, state.model_first, state.model), (self.output_track, state.output_first, state.output)):
             end = state.input_samples * track.rate // state.input_rate if state.input_rate else first + samples.shape[1]
             track.replace(min(first, end), samples, end)
-
-    def total_frames(self, fps: int) -> int | None:
-        """round(duration x fps) once the stream has ended, else None."""
-        return round(self.duration_s * fps) if self.ended else None

@@ -22,6 +22,12 @@ MAX_PIXELS = 89_478_485
 
 def load_reference_image(path: str | os.PathLike, size: int | tuple[int, int]) -> np.ndarray:
     """Centre-crop to the frame's aspect and resize; ``size`` is a square's side or (width, height). uint8 RGB [H, W, 3]."""
+    width, height = (size, size) if isinstance(size, int) else size
+    return crop_resize(open_reference_image(path), width, height)
+
+
+def open_reference_image(path: str | os.PathLike) -> Image.Image:
+    """The image as RGB, its size checked from the header before any pixel is decoded; clear errors for anything unusable."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"reference image not found: {path}")
@@ -38,8 +44,7 @@ def load_reference_image(path: str | os.PathLike, size: int | tuple[int, int]) -
     except (UnidentifiedImageError, OSError) as exc:
         reason = "not an image" if isinstance(exc, UnidentifiedImageError) else (exc.strerror or str(exc))
         raise InputError(f"cannot read reference {path}: {reason}; use a PNG or JPEG image") from exc
-    width, height = (size, size) if isinstance(size, int) else size
-    return crop_resize(rgb, width, height)
+    return rgb
 
 
 def _check_size(path: Path, width: int, height: int) -> None:

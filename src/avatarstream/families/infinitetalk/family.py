@@ -20,10 +20,11 @@ import torch
 
 from avatarstream.errors import InputError
 from avatarstream.families.chunk_plan import ChunkPlan
+from avatarstream.families.infinitetalk.buckets import nearest_bucket, resize_and_center_crop
 from avatarstream.families.infinitetalk.layout import random_mark, resolve
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
-from avatarstream.families.infinitetalk.presets import NEGATIVE_PROMPT, PRESETS, Preset, check_geometry, check_size
+from avatarstream.families.infinitetalk.presets import COLOR_CORRECTION, NEGATIVE_PROMPT, PRESETS, Preset, check_geometry, check_size
 from avatarstream.families.infinitetalk.sequence_parallel import split_dit
 from avatarstream.families.options import FamilyOptions
 from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE
@@ -35,11 +36,12 @@ from avatarstream.runtime.module import Module
 from avatarstream.runtime.parallel.guidance import check_guidance_split
 from avatarstream.runtime.residency import Runtime
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
-from avatarstream.sources.reference import load_reference_image
+from avatarstream.sources.reference import load_reference_image, open_reference_image
 from avatarstream.stages.infinitetalk.context import WanAudioContextStage
-from avatarstream.stages.infinitetalk.decode import WanDecodeStage
-from avatarstream.stages.infinitetalk.generate import WanAudioToVideoStage
+from avatarstream.stages.infinitetalk.decode import WanDecodeStage, WanWindowDecodeStage
+from avatarstream.stages.infinitetalk.generate import WanAudioToVideoStage, WanChunkAudioToVideoStage
 from avatarstream.stages.infinitetalk.reference import WanPromptStage, WanReferenceStage
+from avatarstream.stages.infinitetalk.whole_audio import WanWholeAudioContextStage
 
 if TYPE_CHECKING:
     from avatarstream.parity.checks import Check
@@ -80,6 +82,12 @@ class InfiniteTalkFamily:
 
         return run_cases(gs, on_case)
 
+    @staticmethod
+    def render_golden_video(gs: GoldenSet, frames: Path) -> None:
+        from avatarstream.families.infinitetalk.parity import render_golden_video
+
+        render_golden_video(gs, frames)
+
     @classmethod
     def load(cls, root: Path | None, options: InfiniteTalkOptions | None = None, *, device: torch.device | None = None, seed: int = 0) -> InfiniteTalkFamily:
         """The networks from the download folders (``root``, or each named by the load options), in the options' precision."""
@@ -110,6 +118,8 @@ class InfiniteTalkFamily:
     def resolve_options(self, options: InfiniteTalkOptions) -> Preset:
         """The preset with the user's overrides applied and checked."""
         settings = Preset(**{k: v for k, v in options.with_preset(DEFAULT_PRESET).items() if k != "negative_prompt"})
+        if settings.color_correction is None:
+            settings = dataclasses.replace(settings, color_correction=COLOR_CORRECTION[settings.fidelity])
         check_geometry(settings.chunk_frames, settings.motion_frames, settings.interp_frames)
         check_size(settings.size)
         if settings.motion not in ("reencode", "latent"):
@@ -120,6 +130,10 @@ class InfiniteTalkFamily:
             raise InputError(
                 f"--audio-lookahead must be {AUDIO_WINDOW // 2} to {10 * self.fps} frames (the per-frame windows reach {AUDIO_WINDOW // 2} ahead), got {settings.audio_lookahead}"
             )
+        if settings.fidelity == "reference" and options.motion == "latent":
+            raise InputError("--fidelity reference re-encodes motion frames from each chunk's decode, as the reference CLI does; drop --motion latent")
+        if settings.fidelity == "reference" and settings.interp_frames:
+            raise InputError(f"--fidelity reference has no I-chunks, as the reference CLI has none; drop --interp-frames {settings.interp_frames} (or give 0)")
         return settings
 
     def build(
@@ -145,20 +159,48 @@ class InfiniteTalkFamily:
         m, n = self.modules, self.networks
         m["dit"].split_as(split_dit, guided=True)  # what --parallel sp=S and cfg=C split
         assert n.text_encoder is not None and n.image_encoder is not None  # from_networks requires both
-        latent_shape = (n.vae.config["z_dim"], height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE)
         window_video = FRAMES.window_video_range(0, own + motion)
-        stages = [
-            WanReferenceStage(m["vae"], m["image_encoder"], n.image_encoder, window_video[1] - window_video[0]),
-            WanPromptStage(m["text_encoder"], n.text_encoder, options.negative_prompt if options.negative_prompt is not None else NEGATIVE_PROMPT),
-            WanAudioContextStage(
-                m["audio_encoder"], FRAMES, latent_shape, fps=self.fps, window_s=settings.audio_window_s, lookahead_frames=settings.audio_lookahead
-            ),
-            WanAudioToVideoStage(m["dit"], m["vae"], FRAMES, schedule, guidance, reencode=settings.motion == "reencode"),
-            WanDecodeStage(m["vae"]),
-        ]
+        window_frames = window_video[1] - window_video[0]  # video frames of a chunk window (the reference's frame_num)
+        strength = settings.color_correction
+        assert strength is not None  # resolve_options fills it in
+        if settings.fidelity == "reference":
+            if runtime.parallel.layout.decode_rank is not None:
+                raise InputError("--fidelity reference decodes each chunk window whole on the generating ranks; drop the decode rank from --parallel")
+            stages = [
+                WanReferenceStage(m["vae"], m["image_encoder"], n.image_encoder, window_frames),
+                WanPromptStage(m["text_encoder"], n.text_encoder, options.negative_prompt if options.negative_prompt is not None else NEGATIVE_PROMPT),
+                WanWholeAudioContextStage(m["audio_encoder"], FRAMES, settings.steps, noise_device=device),
+                WanChunkAudioToVideoStage(m["dit"], m["vae"], FRAMES, schedule, guidance, motion_frames=settings.motion_frames, strength=strength),
+                WanWindowDecodeStage(m["vae"], FRAMES, strength),
+            ]
+            frame_count = lambda duration_s: int(duration_s * self.fps)
+        else:
+            latent_shape = (n.vae.config["z_dim"], height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE)
+            stages = [
+                WanReferenceStage(m["vae"], m["image_encoder"], n.image_encoder, window_frames),
+                WanPromptStage(m["text_encoder"], n.text_encoder, options.negative_prompt if options.negative_prompt is not None else NEGATIVE_PROMPT),
+                WanAudioContextStage(
+                    m["audio_encoder"], FRAMES, latent_shape, fps=self.fps, window_s=settings.audio_window_s, lookahead_frames=settings.audio_lookahead
+                ),
+                WanAudioToVideoStage(m["dit"], m["vae"], FRAMES, schedule, guidance, reencode=settings.motion == "reencode"),
+                WanDecodeStage(m["vae"], strength),
+            ]
+            frame_count = None
         plan = ChunkPlan(own, interp, motion, first_cond=1)
-        return Pipeline(stages, plan, runtime, fps=self.fps, model_sample_rate=SAMPLE_RATE, overlap=overlap, read_ahead=read_ahead, frames=FRAMES)
+        return Pipeline(
+            stages, plan, runtime, fps=self.fps, model_sample_rate=SAMPLE_RATE, overlap=overlap, read_ahead=read_ahead, frames=FRAMES, video_frames=frame_count
+        )
 
     def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
-        """The reference image resized and centre-cropped to the output size."""
-        return load_reference_image(path if path is not None else DEFAULT_REFERENCE, self.frame_size)
+        """The reference image resized and centre-cropped to the output size.
+
+        At the reference fidelity as the reference CLI does it; without ``--size`` its size bucket sets the output size.
+        """
+        path = path if path is not None else DEFAULT_REFERENCE
+        parsed = InfiniteTalkOptions.parse(options)
+        if self.resolve_options(parsed).fidelity != "reference":
+            return load_reference_image(path, self.frame_size)
+        image = open_reference_image(path)
+        height, width = nearest_bucket(image.height, image.width) if parsed.size is None else parsed.size[::-1]
+        self.resolved = dataclasses.replace(self.resolved, size=(width, height))
+        return resize_and_center_crop(image, height, width)

@@ -64,6 +64,9 @@ def real_weight_counts(config: InfiniteTalkConfig | None = None) -> WeightCounts
         )
 
 
+FLOAT32 = 4  # bytes per parameter
+
+
 def policy_table(counts: WeightCounts, bytes_per_param: int, gpus: int = 8) -> list[tuple[str, float, float]]:
     """(policy, device GiB, pinned host GiB) for the weights of a render, DiT policy as named, the rest resident.
 
@@ -74,15 +77,18 @@ def policy_table(counts: WeightCounts, bytes_per_param: int, gpus: int = 8) -> l
     the prefetched next one) at a time.
     """
     b = bytes_per_param
-    others = counts.vae + counts.audio_encoder + counts.text_encoder + counts.image_encoder
-    total = counts.dit + others
+    dit, block, outside = counts.dit * b, counts.dit_block * b, counts.dit_outside_blocks * b
+    vae, audio = counts.vae * FLOAT32, counts.audio_encoder * FLOAT32  # float32 at any --dtype, as the reference keeps them
+    text, image = counts.text_encoder * b, counts.image_encoder * b
+    others = vae + audio + text + image
+    total = dit + others
     rows = [
-        ("resident (everything on the device)", total * b, 0.0),
-        ("DiT resident, text encoder offloaded", (total - counts.text_encoder) * b, counts.text_encoder * b),
-        ("offloaded (everything)", (counts.dit + counts.vae) * b, total * b),
-        ("DiT streamed:2, rest resident", (others + counts.dit_outside_blocks + 2 * counts.dit_block) * b, counts.dit * b),
-        ("DiT streamed:2, rest offloaded", (counts.dit_outside_blocks + 2 * counts.dit_block + counts.vae) * b, total * b),
-        (f"DiT sharded over {gpus} GPUs, rest resident", (others + counts.dit / gpus + 2 * counts.dit_block) * b, 0.0),
+        ("resident (everything on the device)", total, 0.0),
+        ("DiT resident, text encoder offloaded", total - text, text),
+        ("offloaded (everything)", dit + vae, total),
+        ("DiT streamed:2, rest resident", others + outside + 2 * block, dit),
+        ("DiT streamed:2, rest offloaded", outside + 2 * block + vae, total),
+        (f"DiT sharded over {gpus} GPUs, rest resident", others + dit / gpus + 2 * block, 0.0),
     ]
     return [(name, device / GIB, host / GIB) for name, device, host in rows]
 
@@ -108,7 +114,8 @@ def markdown(counts: WeightCounts) -> str:
         "image encoder (CLIP ViT-H/14 vision)": counts.image_encoder,
     }
     for name, n in parts.items():
-        lines.append(f"| {name} | {n / 1e9:.3f} B | {n * 2 / GIB:.1f} GiB | {n * 4 / GIB:.1f} GiB |")
+        low = FLOAT32 if n in (counts.vae, counts.audio_encoder) else 2  # the VAE and wav2vec2 stay float32
+        lines.append(f"| {name} | {n / 1e9:.3f} B | {n * low / GIB:.1f} GiB | {n * FLOAT32 / GIB:.1f} GiB |")
     lines += ["", "| weights on the device, by policy | bf16 device | bf16 pinned host | fp32 device | fp32 pinned host |", "|---|---:|---:|---:|---:|"]
     for (name, d2, h2), (_, d4, h4) in zip(policy_table(counts, 2), policy_table(counts, 4), strict=True):
         lines.append(f"| {name} | {d2:.1f} GiB | {h2:.1f} GiB | {d4:.1f} GiB | {h4:.1f} GiB |")

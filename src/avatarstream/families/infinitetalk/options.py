@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # the CLI reads these options to build its flags: torch loads
     import torch
 
 DTYPES = ("fp32", "bf16", "fp16")
+FIDELITIES = ("streaming", "reference")
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,21 @@ class InfiniteTalkOptions(FamilyOptions):
     motion: str | None = option(
         help="motion frames re-encoded from decoded pixels (as the reference) or handed over as latents (cheaper)", choices=("reencode", "latent")
     )
-    size: Size | None = option(help="output size in multiples of 16 (default: the preset's, 832x480 or 768x448)")
+    fidelity: str | None = option(
+        help="streaming: bounded memory and latency (the default); reference: the authors' CLI frame for frame (whole-file audio "
+        "features, one generator, each chunk decoded whole and colour-corrected; files only, more memory)",
+        choices=FIDELITIES,
+    )
+    color_correction: float | None = option(
+        help="strength 0-1 of the reference's colour correction of every frame towards the reference image (reference: 1, streaming: 0)",
+        minimum=0.0,
+        maximum=1.0,
+        metavar="STRENGTH",
+    )
+    size: Size | None = option(
+        help="output size in multiples of 16 (default: the preset's, 832x480 or 768x448; with --fidelity reference, the reference "
+        "CLI's infinitetalk-480 size bucket closest to the image's aspect)"
+    )
     negative_prompt: str | None = option(help="what guidance steers away from (default: the reference's)")
     audio_window_s: float | None = option(help="seconds of audio wav2vec2 sees per chunk (bounded; 8)", maximum=600, flag="--audio-window", metavar="SECONDS")
     audio_lookahead: int | None = option(

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from avatarstream.errors import InputError
 from avatarstream.models.infinitetalk.config import VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
 
-#: The reference's default negative prompt (Wan's shared config).
+#: The reference's default negative prompt: InfiniteTalk's own config (wan_multitalk_14B), in English, where the shared
+#: Wan config has a Chinese one.
 NEGATIVE_PROMPT = (
-    "色调艳丽，过曝，静态，细节模糊不清，字幕，风格，作品，画作，画面，静止，整体发灰，最差质量，低质量，JPEG压缩残留，丑陋的，残缺的，"
-    "多余的手指，画得不好的手部，画得不好的脸部，畸形的，毁容的，形态畸形的肢体，手指融合，静止不动的画面，杂乱的背景，三条腿，背景人很多，倒着走"
+    "bright tones, overexposed, static, blurred details, subtitles, style, works, paintings, images, static, overall gray, "
+    "worst quality, low quality, JPEG compression residue, ugly, incomplete, extra fingers, poorly drawn hands, "
+    "poorly drawn faces, deformed, disfigured, misshapen limbs, fused fingers, still picture, messy background, "
+    "three legs, many people in the background, walking backwards"
 )
 #: Pixels per DiT token side: the VAE's stride times the patch size.
 SIZE_MULTIPLE = VAE_SPATIAL_STRIDE * 2
@@ -36,7 +39,12 @@ class Preset:
     audio_lookahead: int = 12  # video frames; see docs/models/infinitetalk.md for the measurement behind it
     interp_frames: int = 0  # video frames each I-chunk regenerates; off until measured on real weights
     motion: str = "reencode"
+    fidelity: str = "streaming"
+    color_correction: float | None = None  # None: the fidelity's default (COLOR_CORRECTION)
 
+
+#: Colour correction strength by fidelity when --color-correction is not given (docs/models/infinitetalk.md measures it).
+COLOR_CORRECTION = {"reference": 1.0, "streaming": 0.0}
 
 PRESETS = {
     "infinitetalk": Preset(81, 9, 40, 7.0, 5.0, 4.0, (832, 480), audio_window_s=8.0),

@@ -8,6 +8,8 @@ frame then sees the features of frames -2..+2 around it.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pyloudnorm
 import torch
@@ -45,25 +47,40 @@ def feature_frames(num_samples: int, sample_rate: int = SAMPLE_RATE, fps: int = 
     return num_samples * fps // sample_rate
 
 
+def reference_feature_frames(num_samples: int, sample_rate: int = SAMPLE_RATE, fps: int = FPS) -> int:
+    """The reference CLI's count, ``int(samples / rate * fps)`` in floating point: on exact multiples it can be one short
+    of ``feature_frames`` (37120 samples: 57), and the reference fidelity reproduces that."""
+    return int(num_samples / sample_rate * fps)
+
+
+_counts = threading.local()  # a count asked for by the wav2vec2_features call running on this thread
+
+
 def resample_to_video_rate(network: Wav2Vec2Model) -> None:
     """Make ``network`` resample its CNN features (50 Hz) to video rate before the projection, as trained.
 
-    The target length follows from the input's sample count alone, so the hook
+    The target length follows from the input's sample count (or the count the
+    running ``wav2vec2_features`` call on this thread asks for), so the hook
     holds no state and sessions may share the network.
     """
 
     def resample(module: torch.nn.Module, args: tuple[torch.Tensor, ...], cnn: torch.Tensor) -> torch.Tensor:
-        return F.interpolate(cnn, size=feature_frames(args[0].shape[-1]), mode="linear", align_corners=True)
+        frames = getattr(_counts, "frames", None) or feature_frames(args[0].shape[-1])
+        return F.interpolate(cnn, size=frames, mode="linear", align_corners=True)
 
     network.feature_extractor.register_forward_hook(resample)
 
 
-def wav2vec2_features(network: Wav2Vec2Model, waveform: torch.Tensor) -> torch.Tensor:
+def wav2vec2_features(network: Wav2Vec2Model, waveform: torch.Tensor, frames: int | None = None) -> torch.Tensor:
     """Mono waveform [N] at 16 kHz -> features [frames, layers, hidden], one row per video frame.
 
-    ``network`` must have been prepared by ``resample_to_video_rate``.
+    ``network`` must have been prepared by ``resample_to_video_rate``; ``frames``: how many (default ``feature_frames(N)``).
     """
-    out = network(waveform.reshape(1, -1).to(network.dtype), output_hidden_states=True)
+    _counts.frames = frames
+    try:
+        out = network(waveform.reshape(1, -1).to(network.dtype), output_hidden_states=True)
+    finally:
+        _counts.frames = None
     return torch.stack(out.hidden_states[1:], dim=2)[0]
 
 
