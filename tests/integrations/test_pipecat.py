@@ -188,7 +188,7 @@ def check_conversation(talk: Conversation, fps: int, chunk_s: float, label: str)
 
 
 def check_lip_sync(talk: Conversation, label: str) -> None:
-    """With colourbars, whose frames flash with the tone: each tone's first frame shows as its sound starts."""
+    """With colourbars, whose frames flash with the tone: each tone shows within a frame of its sound starting."""
     video, marks, played = talk.viewer.video, talk.marks, talk.played
     answers = [talk.utterance("a", "b"), talk.utterance("b", "c"), talk.utterance("c", "end")]
     spans = [(marks["a"], marks["b"]), (marks["b"], marks["interrupt"]), (marks["c"], marks["end"])]
@@ -197,7 +197,7 @@ def check_lip_sync(talk: Conversation, label: str) -> None:
         f"at the transport {[played.flash_to_tone(*span) for span in spans]} frames"
     )
     for span, spoken in zip(spans, answers, strict=True):
-        assert played.flash_to_tone(*span) == 0
+        assert abs(played.flash_to_tone(*span)) <= 1  # within a frame: a frame that is only partly speech may not flash yet
         assert abs(spoken.offset_s) < 0.25, f"sound {spoken.offset_s * 1000:+.0f} ms after the picture"  # a viewer's jitter buffers
     assert not any(map(flashes, video.values(answers[0].last_heard + 0.3, marks["b"])))  # idle frames do not flash
 
