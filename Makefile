@@ -28,10 +28,11 @@ $(FLEET_STAMP): $(STAMP)
 	touch $(FLEET_STAMP)
 
 # what only the tests need: Debian packages (GStreamer, nginx-rtmp, chromium, espeak-ng; apt-get, as root or via sudo),
-# the GStreamer backend, the fleet, and the test-only model family that plugs in by entry point (tests/plugins/colourbars)
+# the GStreamer backend, the fleet, the voice-agent frameworks (Pipecat, LiveKit Agents), and the test-only model family
+# that plugs in by entry point (tests/plugins/colourbars)
 $(TEST_STAMP): $(FLEET_STAMP) scripts/system-deps.sh tests/plugins/colourbars/pyproject.toml
 	bash scripts/system-deps.sh
-	$(PIP) -e '.[dev,gstreamer,fleet]'
+	$(PIP) -e '.[dev,gstreamer,fleet,pipecat,livekit]'
 	$(PIP) --no-deps -e tests/plugins/colourbars
 	touch $(TEST_STAMP)
 

@@ -149,13 +149,11 @@ def _kept_preview(outputs: Outputs, sinks: Iterable[Sink]) -> PreviewServer | No
     return next((s for s in sinks if isinstance(s, PreviewServer)), None)
 
 
-def _render(
-    audio: Iterable[PcmBlock], reference: PathLike | None, outputs: Outputs, rank: RankInfo, device: torch.device, *,
-    prompt: str, model: str | Family, weights: PathLike | None, model_options: FamilyOptions | Mapping[str, Any] | None, residency: str,
-    overlap: bool | None, compile: bool, seed: int, preset: str, report: PathLike | None, trace: PathLike | None, progress: bool,
-) -> RenderResult:  # fmt: skip
-    load_start = time.perf_counter()
-    warnings = Warnings(on_new=_print_warning if rank.publishes else None)  # rank 0 speaks for every rank
+def open_model(
+    model: str | Family, weights: PathLike | None, model_options: FamilyOptions | Mapping[str, Any] | None, device: torch.device, warnings: Warnings
+) -> tuple[Family, str, FamilyOptions]:
+    """The family to run (loaded now when ``model`` is a name), its name and its parsed options; what the model warns of goes
+    into ``warnings``. Shared by ``render`` and the voice-agent integrations, which take the same arguments."""
     if isinstance(model, str):
         options = options_class(model).parse(model_options)
         with collecting(warnings):
@@ -167,6 +165,17 @@ def _render(
             raise InputError("weights and the model's load options choose how a model is loaded; pass them to load_family, not with a loaded family")
         family, name = model, model.name
     warnings.extend(model_warnings(family))
+    return family, name, options
+
+
+def _render(
+    audio: Iterable[PcmBlock], reference: PathLike | None, outputs: Outputs, rank: RankInfo, device: torch.device, *,
+    prompt: str, model: str | Family, weights: PathLike | None, model_options: FamilyOptions | Mapping[str, Any] | None, residency: str,
+    overlap: bool | None, compile: bool, seed: int, preset: str, report: PathLike | None, trace: PathLike | None, progress: bool,
+) -> RenderResult:  # fmt: skip
+    load_start = time.perf_counter()
+    warnings = Warnings(on_new=_print_warning if rank.publishes else None)  # rank 0 speaks for every rank
+    family, name, options = open_model(model, weights, model_options, device, warnings)
     pipeline = family.build(device, options, residency=parse_residency(residency, family.modules),
                             overlap=device.type == "cuda" if overlap is None else overlap, read_ahead=True)  # fmt: skip
     if compile:

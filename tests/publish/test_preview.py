@@ -18,6 +18,7 @@ from avatarstream.publish.settings import EncoderSettings
 from avatarstream.publish.sinks import HlsSink
 from mp4_checks import make_chunks
 from publish_browser import chromium_page
+from webrtc_watch import LOUD, Viewer, brightness
 
 SETTINGS = EncoderSettings(width=320, height=240, fps=25, preset="ultrafast")
 HLSJS_SHA256 = "482cccb3a224554f64d8c2cf0d335dba4a3819bdb726afbfddfe15de4c277d82"  # hls.js 1.7.4 dist/hls.light.min.js
@@ -155,39 +156,17 @@ def test_webrtc_carries_the_sound_in_sync_with_the_picture(tmp_path: Path) -> No
         chunks.append(MediaChunk(second * fps, frames, audio))
 
     async def watch(url: str, publish) -> tuple[float, float, int]:  # type: ignore[no-untyped-def]
-        from aiortc import RTCPeerConnection, RTCRtpReceiver, RTCSessionDescription
-
-        pc = RTCPeerConnection()
-        tracks: dict[str, object] = {}
-        pc.on("track", lambda track: tracks.setdefault(track.kind, track))
-        video = pc.addTransceiver("video", direction="recvonly")
-        video.setCodecPreferences([c for c in RTCRtpReceiver.getCapabilities("video").codecs if c.mimeType == "video/H264"])
-        pc.addTransceiver("audio", direction="recvonly")
-        await pc.setLocalDescription(await pc.createOffer())
-        offer = json.dumps({"sdp": pc.localDescription.sdp, "type": pc.localDescription.type}).encode()
+        viewer = Viewer(("video", "audio"), video_codec="video/H264")
+        offer = json.dumps(await viewer.offer()).encode()
         request = urllib.request.Request(url + "offer", data=offer, headers={"Content-Type": "application/json"})
-        answer = await asyncio.to_thread(lambda: json.loads(urllib.request.urlopen(request, timeout=20).read()))
-        await pc.setRemoteDescription(RTCSessionDescription(**answer))
+        await viewer.answer(await asyncio.to_thread(lambda: json.loads(urllib.request.urlopen(request, timeout=20).read())))
+        viewer.record(brightness)
         publishing = asyncio.create_task(asyncio.to_thread(publish))
-
-        async def first(kind: str, is_on) -> float:  # type: ignore[no-untyped-def]
-            while kind not in tracks:
-                await asyncio.sleep(0.01)
-            while True:
-                frame = await tracks[kind].recv()  # type: ignore[attr-defined]
-                if is_on(frame):
-                    return time.monotonic()
-
-        sound_rates: list[int] = []
-
-        def loud(frame) -> bool:  # type: ignore[no-untyped-def]
-            sound_rates.append(frame.sample_rate)
-            return float(np.abs(frame.to_ndarray().astype(np.float32)).mean()) > 1000
-
-        seen, heard = await asyncio.wait_for(asyncio.gather(first("video", lambda f: f.to_ndarray(format="gray").mean() > 128), first("audio", loud)), 30)
+        seen, heard = await asyncio.gather(viewer.wait_for("video", lambda v: v > 128), viewer.wait_for("audio", lambda v: v > LOUD))
         await publishing
-        await pc.close()
-        return seen, heard, sound_rates[0]
+        await viewer.close()
+        assert viewer.audio.sample_rate is not None
+        return seen, heard, viewer.audio.sample_rate
 
     preview = PreviewServer(tmp_path / "hls", port=0)
     publisher = Publisher(SETTINGS, [HlsSink(tmp_path / "hls"), preview])

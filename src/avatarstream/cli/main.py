@@ -13,7 +13,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from avatarstream.cli import bench, families, fleet, parity, render, serve
+from avatarstream.cli import bench, families, fleet, livekit_worker, parity, render, serve
 from avatarstream.cli import eval as eval_cli
 from avatarstream.cli.help_format import OneLineErrors
 from avatarstream.cli.model_args import selected_model, unused_flags
@@ -32,6 +32,7 @@ def build_parser(model: str | None = None) -> argparse.ArgumentParser:
     bench.add_parser(commands, model)
     serve.add_parser(commands, model)
     fleet.add_parser(commands, model)
+    livekit_worker.add_parser(commands, model)
     eval_cli.add_parser(commands)
     parity.add_parser(commands)
     families.add_parser(commands)

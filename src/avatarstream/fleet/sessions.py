@@ -113,7 +113,7 @@ class FleetSession:
         links = {"self": base}
         if "audio_ws" in local:
             links |= {"audio_ws": f"{base}/audio", "audio_upload": f"{base}/audio", "interrupt": f"{base}/interrupt"}
-        links |= {name: self.base_url + local[name] for name in ("preview", "hls", "webrtc", "video") if name in local}
+        links |= {name: self.base_url + local[name] for name in ("preview", "hls", "webrtc", "video", "frames_ws") if name in local}
         state = self.state if self.state in ("resuming", "failed") else info["state"]
         return info | {
             "id": self.id,

@@ -38,7 +38,7 @@ from avatarstream.input_warnings import model_warnings
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.runtime.devices import resolve_device
-from avatarstream.serve import api_audio_ws, api_jobs, api_sessions, openapi
+from avatarstream.serve import api_audio_ws, api_frames_ws, api_jobs, api_sessions, openapi
 from avatarstream.serve.audio_input import RATE
 from avatarstream.serve.auth import TokenCheck
 from avatarstream.serve.context import ServerContext, authorized, server
@@ -121,6 +121,7 @@ def create_app(settings: ServeSettings, device: torch.device | None = None) -> F
     add_handlers(app)
     app.include_router(api_sessions.router)
     app.include_router(api_audio_ws.router)
+    app.include_router(api_frames_ws.router)
     app.include_router(api_jobs.router)
     _add_basic_routes(app)
     openapi.install(app, type(options), settings.model)

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from avatarstream.errors import InputError
 from avatarstream.publish.frames import FrameSink, PngFrameSink
-from avatarstream.publish.sink import Sink
+from avatarstream.publish.media import MediaChunk
+from avatarstream.publish.sink import Sink, SinkReport
 from avatarstream.publish.sinks import HlsSink, Mp4FileSink, RtmpSink
 from avatarstream.serve.schemas import Outputs
 
@@ -58,9 +59,21 @@ def build_outputs(spec: Outputs, folder: Path, *, live: bool) -> SessionOutputs:
         if out.webrtc is not None:
             out.webrtc.close()
         raise
-    if not out.sinks and not out.frame_sinks:
-        raise InputError("no output: ask for at least one of hls, webrtc, file, rtmp, kvs, frames")
+    if not out.sinks and not out.frame_sinks and not spec.frames_ws:
+        raise InputError("no output: ask for at least one of hls, webrtc, file, rtmp, kvs, frames, frames_ws")
     return out
+
+
+class FramesOnly:
+    """The publisher of a session whose only output is its frames WebSocket: there is nothing to encode."""
+
+    sinks: tuple[Sink, ...] = ()
+
+    def submit(self, chunk: MediaChunk) -> None:
+        pass
+
+    def close(self) -> list[SinkReport]:
+        return []
 
 
 def _kvs_sink(spec: Outputs) -> Sink:

@@ -33,6 +33,11 @@ class Outputs(BaseModel):
         False,
         description="batch jobs: every frame as a lossless PNG, downloadable at /jobs/{id}/frames/000000.png, 000001.png, ... once the job is done",
     )
+    frames_ws: bool = Field(
+        False,
+        description="raw frames with their audio over the frames WebSocket (links.frames_ws; every live session has it): "
+        "true with no other output asks for those alone, and nothing is encoded",
+    )
 
 
 class Stats(BaseModel):

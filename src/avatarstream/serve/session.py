@@ -29,8 +29,9 @@ from avatarstream.publish.publisher import Publisher
 from avatarstream.publish.sinks.hls import PLAYLIST
 from avatarstream.serve.live_audio import Interruption, LiveAudio
 from avatarstream.serve.logs import event
+from avatarstream.serve.media_watch import MediaWatchers
 from avatarstream.serve.metrics import FrameRate, ServeMetrics
-from avatarstream.serve.outputs import SessionOutputs
+from avatarstream.serve.outputs import FramesOnly, SessionOutputs
 from avatarstream.serve.pipelines import Built, Pipelines
 from avatarstream.serve.schemas import Outputs, SessionInfo, Stats
 from avatarstream.serve.ws_messages import ErrorEvent, FramesEvent, InterruptedEvent
@@ -69,7 +70,7 @@ class Session:
         folder: Path,
         spec: Outputs,
         outputs: SessionOutputs,
-        publisher: Publisher,
+        publisher: Publisher | FramesOnly,
         audio: AsyncIterable[PcmBlock],
         reference: np.ndarray,
         prompt: str,
@@ -109,6 +110,7 @@ class Session:
         self.chunk_latency_s: float | None = None
         self.rate = FrameRate(window_s=2.0)
         self._listeners: set[asyncio.Queue[dict[str, Any]]] = set()
+        self.media = MediaWatchers()  # clients of the frames WebSocket
         self._stopping = False
         self._submitting: concurrent.futures.Future[None] | None = None
         self._in_submit = False
@@ -144,6 +146,8 @@ class Session:
         except Exception as err:
             logging.getLogger(__name__).exception("session %s failed", self.log_id)
             self._fail(f"internal error ({type(err).__name__}); the server log has the details")
+        finally:
+            self.media.end()
 
     @property
     def pipeline(self) -> Pipeline:
@@ -207,7 +211,10 @@ class Session:
             self.engine.metrics.ttff.labels(self.mode).observe(self.ttff_s)
             event("first frame", session=self.log_id, mode=self.mode, ttff_s=round(self.ttff_s, 3))
         end = chunk.first_frame + chunk.num_frames
-        speech = self.live.speech_fraction(chunk.first_frame, end) if self.live is not None else 1.0
+        per_frame = [self.live.speech_fraction(i, i + 1) for i in range(chunk.first_frame, end)] if self.live is not None else [1.0] * chunk.num_frames
+        speech = sum(per_frame) / max(len(per_frame), 1)
+        if self.media:
+            self.media.publish(chunk, per_frame)
         self.speaking = speech > 0
         if self.speaking and self.first_speech_latency_s is None and self.live is not None and self.live.first_speech_at is not None:
             self.first_speech_latency_s = now - self.live.first_speech_at
@@ -247,7 +254,13 @@ class Session:
         base = f"/{'sessions' if self.mode == 'live' else 'jobs'}/{self.id}"
         links = {"self": base}
         if self.mode == "live":
-            links |= {"audio_ws": f"{base}/audio", "audio_upload": f"{base}/audio", "interrupt": f"{base}/interrupt", "preview": f"/#session={self.id}"}
+            links |= {
+                "audio_ws": f"{base}/audio",
+                "frames_ws": f"{base}/frames",
+                "audio_upload": f"{base}/audio",
+                "interrupt": f"{base}/interrupt",
+                "preview": f"/#session={self.id}",
+            }
         if self.outputs.hls_dir is not None:
             links["hls"] = f"{base}/hls/index.m3u8"
         if self.outputs.webrtc is not None:

@@ -21,7 +21,7 @@ from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.publish.publisher import Publisher
 from avatarstream.serve.live_audio import LiveAudio
 from avatarstream.serve.logs import event
-from avatarstream.serve.outputs import FRAMES_FOLDER, build_outputs
+from avatarstream.serve.outputs import FRAMES_FOLDER, FramesOnly, build_outputs
 from avatarstream.serve.pipelines import Built
 from avatarstream.serve.problems import Busy, NotFound
 from avatarstream.serve.schemas import Outputs, SessionInfo
@@ -98,7 +98,9 @@ class SessionManager:
         try:
             outputs = build_outputs(spec, folder, live=mode == "live")
             try:
-                publisher = Publisher(built.encoder, outputs.sinks, frame_sinks=outputs.frame_sinks)
+                publisher: Publisher | FramesOnly = (
+                    Publisher(built.encoder, outputs.sinks, frame_sinks=outputs.frame_sinks) if outputs.sinks or outputs.frame_sinks else FramesOnly()
+                )
             except BaseException:
                 if outputs.webrtc is not None:
                     outputs.webrtc.close()

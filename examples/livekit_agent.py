@@ -1,0 +1,46 @@
+"""A LiveKit Agents voice agent with an avatarstream face (needs a LiveKit server: docs/agents.md).
+
+    pip install 'avatarstream[livekit]'
+    export LIVEKIT_URL=ws://127.0.0.1:7880 LIVEKIT_API_KEY=devkey LIVEKIT_API_SECRET=secret   # `livekit-server --dev`
+    python examples/livekit_agent.py dev                        # the avatar runs in this agent's process
+    AVATARSTREAM_DISPATCHER=http://gpu-box:8089 python examples/livekit_agent.py dev   # or on `avatarstream livekit-worker`
+
+Join the room from LiveKit's Agents Playground or any LiveKit client: the avatar greets you. The greeting is speech
+from espeak-ng (or a WAV file: AGENT_WAV=answer.wav), so no cloud key is needed; a real agent gives AgentSession an STT,
+an LLM and a TTS, and the avatar speaks what the TTS says.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+
+from livekit import rtc
+from livekit.agents import Agent, AgentServer, AgentSession, JobContext, cli
+from offline_tts import pieces, speech
+
+from avatarstream.integrations.livekit import AvatarstreamAvatar
+
+GREETING = "Hello! I am an avatar made by avatarstream, running on your own machine."
+
+server = AgentServer()
+
+
+async def frames(pcm: bytes, rate: int) -> AsyncIterator[rtc.AudioFrame]:
+    for piece in pieces(pcm, rate):
+        yield rtc.AudioFrame(piece, rate, 1, len(piece) // 2)
+
+
+@server.rtc_session()
+async def entrypoint(ctx: JobContext) -> None:
+    session = AgentSession()
+    dispatcher = os.environ.get("AVATARSTREAM_DISPATCHER")
+    avatar = AvatarstreamAvatar(dispatcher_url=dispatcher) if dispatcher else AvatarstreamAvatar(model=os.environ.get("AVATARSTREAM_MODEL", "demo"))
+    await avatar.start(session, room=ctx.room)
+    await session.start(agent=Agent(instructions="You are a friendly avatar."), room=ctx.room)
+    pcm, rate = speech(GREETING, os.environ.get("AGENT_WAV"))
+    session.say(GREETING, audio=frames(pcm, rate))
+
+
+if __name__ == "__main__":
+    cli.run_app(server)
