@@ -48,6 +48,8 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        import ray.serve  # noqa: F401  -- imported later, inside run_fleet: checked here, so its absence is one line before anything starts
+
         from avatarstream.fleet.local import run_fleet
         from avatarstream.fleet.settings import FleetSettings
     except ImportError as err:
