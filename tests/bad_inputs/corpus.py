@@ -46,7 +46,8 @@ class Request:
 
 @dataclass(frozen=True)
 class Socket:
-    """An audio WebSocket: its session (``{sid}`` / ``{closed}`` / a made-up id), query, token, and messages to send."""
+    """An audio WebSocket: its session (``{sid}`` / ``{closed}`` / ``{busy}``, one whose socket is open / a made-up id),
+    query, token, and messages to send."""
 
     sid: str = "{sid}"
     query: str = "format=s16le&rate=16000&channels=1"
@@ -595,6 +596,14 @@ WS: list[Case] = [
     Case("ws-wrong-token", "ws", lambda t: Socket(token="wrong-token-123"), 401, ("bearer token",)),
     Case("ws-unknown-session", "ws", lambda t: Socket(sid="nope"), 404, ("no such session",)),
     Case("ws-closed-session", "ws", lambda t: Socket(sid="{closed}"), 404, ("no such session",)),
+    Case("ws-second-socket", "ws", lambda t: Socket(sid="{busy}"), 409, ("already has an audio socket", "one sender per session")),
+    Case(
+        "ws-pcm-longer-than-10-s",
+        "ws",
+        lambda t: Socket(query="format=s16le&rate=8000&channels=1", send=(bytes(2 * 8000 * 11),)),
+        0,
+        ("a PCM message of 11.0 s is longer than 10 s", "smaller pieces"),
+    ),
     Case("ws-format-mp4", "ws", lambda t: Socket(query="format=mp4"), 422, ("audio format 'mp4' is not supported",)),
     Case("ws-rate-1", "ws", lambda t: Socket(query="format=s16le&rate=1"), 422, ("sample rate 1 is out of range",)),
     Case("ws-channels-8", "ws", lambda t: Socket(query="format=s16le&channels=8"), 422, ("channels must be 1 or 2",)),

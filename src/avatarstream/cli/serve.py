@@ -114,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace, settings: ServeSettings, device: torch.device) -> int:
     import uvicorn
 
+    from avatarstream.serve.api_audio_ws import message_limit
     from avatarstream.serve.app import create_app
     from avatarstream.serve.logs import configure_logging, event
 
@@ -130,7 +131,7 @@ def _serve(args: argparse.Namespace, settings: ServeSettings, device: torch.devi
         port=args.port,
         access_log=False,  # request paths hold session ids; the app logs route templates instead
         log_config=None,
-        ws_max_size=settings.max_upload_bytes,
+        ws_max_size=message_limit(settings.max_upload_bytes),
         timeout_graceful_shutdown=10,
     )
     return 0
