@@ -322,6 +322,7 @@ CLI: list[Case] = [
     Case("out-rtmp-not-rtmp", "cli", render("--rtmp", "file:///etc/passwd"), 2, ("is not an RTMP publish URL",)),
     Case("out-preview-not-host-port", "cli", render("--preview", "nohost"), 2, ("is not HOST:PORT",)),
     Case("out-preview-port-out-of-range", "cli", render("--preview", "127.0.0.1:99999"), 2, ("is not HOST:PORT",)),
+    Case("out-preview-ice-not-a-url", "cli", render("--preview", "127.0.0.1:0", "--ice-server", "stun.example"), 2, ("is not a STUN or TURN URL",)),
     Case("out-preview-port-busy", "cli", render("--preview", lambda t: f"127.0.0.1:{busy_port()}"), 2, ("cannot serve the preview", "in use", "--preview")),
     Case(
         "out-kvs-named-twice",
@@ -336,6 +337,10 @@ CLI: list[Case] = [
     # -- serve -------------------------------------------------------------------------------------
     Case("serve-port-busy", "cli", serve("--port", lambda t: busy_port()), 2, ("cannot serve the API", "in use", "--port")),
     Case("serve-port-out-of-range", "cli", serve("--port", "70000"), 2, ("--port must be in 0..65535",)),
+    Case("serve-ice-server-http", "cli", serve("--ice-server", "http://stun.example"), 2, ("--ice-server 'http://stun.example' is not a STUN or TURN URL",)),
+    Case(
+        "serve-ice-turn-no-credentials", "cli", serve("--ice-server", "turn:relay.example:3478"), 2, ("TURN server without credentials", "USERNAME:CREDENTIAL@")
+    ),
     Case("serve-token-short", "cli", serve("--token", "abc"), 2, ("--token must be at least 8 characters",)),
     Case("serve-open-host-no-token", "cli", serve("--host", "0.0.0.0"), 2, ("reachable from other machines", "--token")),
     Case("serve-max-sessions-0", "cli", serve("--max-sessions", "0"), 2, ("max-sessions must be at least 1",)),

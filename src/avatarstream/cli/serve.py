@@ -15,6 +15,7 @@ from avatarstream.cli.model_args import add_model_arguments, model_options
 from avatarstream.cli.runtime_args import add_parallel_argument, add_runtime_arguments
 from avatarstream.errors import InputError
 from avatarstream.output_paths import check_port
+from avatarstream.publish.options import add_ice_argument
 
 if TYPE_CHECKING:
     import torch
@@ -58,6 +59,7 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lookahead", type=float, help="seconds generation may run ahead of the wall clock (default: one chunk)")
     p.add_argument("--result-ttl", type=float, default=3600.0, help="seconds a finished video stays downloadable")
     add_x264_preset_argument(p)
+    add_ice_argument(p)
     p.add_argument("--work-dir", type=Path, help="folder for session files (default: a fresh temporary folder)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="JSON logs on stderr")
 
@@ -86,6 +88,7 @@ def server_settings(args: argparse.Namespace, *, max_sessions: int, processes: i
         threads=args.threads,
         work_dir=args.work_dir,
         processes=processes,
+        ice_servers=tuple(args.ice_server),
     )
 
 

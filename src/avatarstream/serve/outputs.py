@@ -28,8 +28,9 @@ class SessionOutputs:
     webrtc: WebRtcSink | None = None
 
 
-def build_outputs(spec: Outputs, folder: Path, *, live: bool) -> SessionOutputs:
-    """Sinks for ``spec``; a batch job always writes its MP4. Raises InputError for unusable values."""
+def build_outputs(spec: Outputs, folder: Path, *, live: bool, ice_servers: tuple[str, ...] = ()) -> SessionOutputs:
+    """Sinks for ``spec``; a batch job always writes its MP4; ``ice_servers``: the server's, for WebRTC. Raises InputError
+    for unusable values."""
     out = SessionOutputs()
     try:
         if spec.file or not live:
@@ -41,7 +42,7 @@ def build_outputs(spec: Outputs, folder: Path, *, live: bool) -> SessionOutputs:
         if spec.webrtc:
             from avatarstream.publish.preview.webrtc_sink import WebRtcSink  # loads aiortc only when asked for
 
-            out.webrtc = WebRtcSink()
+            out.webrtc = WebRtcSink(ice_servers=ice_servers)
             out.sinks.append(out.webrtc)
         if spec.rtmp:
             out.sinks.append(RtmpSink(spec.rtmp))
