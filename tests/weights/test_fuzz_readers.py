@@ -31,7 +31,7 @@ from avatarstream.weights.memory_check import require_fits
 
 WEIGHTS = Path(__file__).parents[1] / "fixtures" / "infinitetalk-tiny" / "weights"
 BASE = "Wan2.1-I2V-14B-480P"
-FUZZ = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(max_examples=50, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 #: Numbers a hostile file would try: zero, negatives, huge, infinite, not-a-number, fractions, and small good ones.
 NUMBERS = st.one_of(
@@ -43,9 +43,13 @@ SCALARS = st.one_of(st.none(), st.booleans(), NUMBERS, st.text(max_size=8))
 JSON = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)), max_leaves=12)
 
 
+#: What a hostile or damaged file puts where a count belongs, drawn often (arbitrary JSON covers the rest).
+NASTY = st.sampled_from([0, -1, 10**9, 10**6, float("inf"), float("nan"), 2.5, "40", [], [1], {}, None, True])
+
+
 def _edits(keys: list[str]) -> st.SearchStrategy[dict[str, Any]]:
-    """Some of ``keys`` (and an unknown one) replaced by arbitrary JSON values."""
-    return st.dictionaries(st.sampled_from([*keys, "extra"]), JSON, min_size=1, max_size=4)
+    """One to four of ``keys`` (or an unknown one) replaced by a nasty value or arbitrary JSON."""
+    return st.dictionaries(st.sampled_from([*keys, "extra"]), st.one_of(NASTY, JSON), min_size=1, max_size=4)
 
 
 def _write(path: Path, value: Any) -> None:
@@ -73,7 +77,7 @@ DIT_KEYS = ["dim", "num_heads", "num_layers", "ffn_dim", "freq_dim", "in_dim", "
 
 
 @FUZZ
-@given(edits=_edits(DIT_KEYS), whole=st.one_of(st.none(), JSON))
+@given(edits=_edits(DIT_KEYS), whole=st.one_of(st.none(), st.none(), JSON))
 def test_dit_config(root: Path, edits: dict[str, Any], whole: Any) -> None:
     path = root / BASE / "config.json"
     original = path.read_text()

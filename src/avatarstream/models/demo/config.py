@@ -200,6 +200,8 @@ def _check_bounds(cfg: DemoConfig) -> None:
 
 def _validate(cfg: DemoConfig) -> None:
     _check_bounds(cfg)
+    _check(cfg.dit.patch_size >= 1 and cfg.sr.patch_size >= 1, "dit.patch_size and sr.patch_size must be >= 1")
+    _check(cfg.vae.groups >= 1, f"vae.groups ({cfg.vae.groups}) must be >= 1")
     _check(cfg.fps > 0 and cfg.sample_rate > 0, "fps and sample_rate must be positive")
     _check(cfg.sample_rate % cfg.fps == 0, f"sample_rate ({cfg.sample_rate}) must be a multiple of fps ({cfg.fps})")
     _check(cfg.image_size == SR_FACTOR * cfg.base_size, f"image_size ({cfg.image_size}) must be exactly {SR_FACTOR} x base_size ({cfg.base_size})")
