@@ -58,8 +58,8 @@ def server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
         server = Server(base, work / "work")
         server.frames_at_start = server.client.get(f"/sessions/{server.sid}").json()["stats"]["frames"]
         deadline = time.monotonic() + 20
-        while not any(t.name.startswith("sink:hls:") for t in threading.enumerate()) and time.monotonic() < deadline:
-            time.sleep(0.1)  # the session's sink thread starts with its first packet: before the rows count threads
+        while sum(t.name.startswith("sink:hls:") for t in threading.enumerate()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)  # the two running sessions' sink threads start with their first packets: before the rows count threads
         with connect(ws_url(base, server.sid), additional_headers=_headers("good")) as ws:
             ws.send(s16(speech(0.2)))  # the first socket makes a pair of descriptors the server keeps for good (one-time start-up)
         with connect(ws_url(base, server.busy), additional_headers=_headers("good")):
