@@ -46,7 +46,8 @@ class Request:
 
 @dataclass(frozen=True)
 class Socket:
-    """An audio WebSocket: its session (``{sid}`` / ``{closed}`` / a made-up id), query, token, and messages to send."""
+    """An audio WebSocket: its session (``{sid}`` / ``{closed}`` / ``{busy}``, one whose socket is open / a made-up id),
+    query, token, and messages to send."""
 
     sid: str = "{sid}"
     query: str = "format=s16le&rate=16000&channels=1"
@@ -92,6 +93,45 @@ def weights(*edits: Callable[[Path], object], model: str = "demo") -> Callable[[
         return path
 
     return render("--model", model, "--weights", folder)
+
+
+def infinitetalk(*edits: Callable[[Path], object]) -> Callable[[Path], list[str]]:
+    """--model infinitetalk --weights ROOT: the golden set's tiny checkpoint, then ``edits`` applied to it."""
+
+    def folder(tmp: Path) -> Path:
+        root = mk.infinitetalk_weights(tmp)
+        for edit in edits:
+            edit(root)
+        return root
+
+    return render("--model", "infinitetalk", "--weights", folder)
+
+
+def parity(*edits: Callable[[Path], object]) -> Callable[[Path], list[str]]:
+    """``avatarstream parity DIR`` on a copy of the tiny golden set with ``edits`` applied."""
+
+    def make(tmp: Path) -> list[str]:
+        root = mk.golden_set(tmp)
+        for edit in edits:
+            edit(root)
+        return ["parity", str(root)]
+
+    return make
+
+
+BASE = "Wan2.1-I2V-14B-480P"
+dit_config = lambda **changes: lambda r: mk.edit_json(r / BASE / "config.json", **changes)
+w2v_config = lambda **changes: lambda r: mk.edit_json(r / "chinese-wav2vec2-base" / "config.json", **changes)
+dit_index = lambda **changes: lambda r: mk.edit_json(r / BASE / "diffusion_pytorch_model.safetensors.index.json", **changes)
+golden_spec = lambda edit: lambda r: (r / "golden.json").write_text(json.dumps(edit(json.loads((r / "golden.json").read_text()))))
+DIT_RANGE = ("Wan2.1-I2V-14B-480P/config.json", "expected a whole number in")
+TOO_BIG = ("config.json describes", "GiB", "cannot be loaded", "damaged or belongs to another model")
+
+
+def _scalar() -> object:
+    import torch
+
+    return torch.tensor(1.0)
 
 
 def busy_port() -> int:
@@ -141,6 +181,7 @@ CLI: list[Case] = [
         "ref-text-named-png", "cli", reference(lambda t: mk.write(t, "face.png", b"not a picture")), 2, ("cannot read reference", "not an image", "PNG or JPEG")
     ),
     Case("ref-wav-named-png", "cli", reference(lambda t: mk.good_wav(t, "face.png")), 2, ("cannot read reference", "not an image", "PNG or JPEG")),
+    Case("ref-png-text-bomb", "cli", reference(mk.png_text_bomb), 2, ("cannot read reference", "Decompressed data too large", "PNG or JPEG")),
     Case("ref-png-cut", "cli", reference(mk.png_cut), 2, ("cannot read reference", "truncated", "PNG or JPEG")),
     Case("ref-1x1", "cli", reference(mk.png_tiny), 2, ("1x1 pixels", "too small to show a face", "at least 32x32")),
     Case("ref-decompression-bomb", "cli", reference(mk.png_bomb), 2, ("cannot read reference", "decompression bomb", "scale it down")),
@@ -185,6 +226,59 @@ CLI: list[Case] = [
     ),
     Case("weights-demo-to-infinitetalk", "cli", weights(model="infinitetalk"), 2, ("no Wan base model in", "Wan2.1-I2V-14B-480P")),
     Case("weights-infinitetalk-none", "cli", render("--model", "infinitetalk"), 2, ("the infinitetalk model needs --weights ROOT",)),
+    Case("weights-demo-too-big-for-memory", "cli", weights(lambda f: mk.edit_config(f, dit__dim=131072, dit__heads=1024, dit__layers=64)), 2, TOO_BIG),
+    Case(
+        "weights-demo-layers-million", "cli", weights(lambda f: mk.edit_config(f, dit__layers=10**6)), 2, ("DiTConfig.layers (1000000) must be at most 1024",)
+    ),
+    Case("weights-demo-vae-groups-0", "cli", weights(lambda f: mk.edit_config(f, vae__groups=0)), 2, ("vae.groups (0) must be >= 1",)),  # found by the fuzzer
+    Case("weights-demo-patch-0", "cli", weights(lambda f: mk.edit_config(f, sr__patch_size=0)), 2, ("patch_size must be >= 1",)),  # found by the fuzzer
+    Case("weights-demo-mlp-ratio-infinite", "cli", weights(lambda f: mk.edit_config(f, dit__mlp_ratio=1e999)), 2, ("DiTConfig.mlp_ratio (inf)", "finite")),
+    Case("weights-it-heads-0", "cli", infinitetalk(dit_config(num_heads=0)), 2, ("num_heads is 0", *DIT_RANGE)),
+    Case("weights-it-dim-0", "cli", infinitetalk(dit_config(dim=0)), 2, ("dim is 0", *DIT_RANGE)),
+    Case("weights-it-dim-infinite", "cli", infinitetalk(dit_config(dim=1e999)), 2, ("dim is inf", *DIT_RANGE)),
+    Case("weights-it-dim-billion", "cli", infinitetalk(dit_config(dim=10**9, num_heads=8)), 2, ("dim is 1000000000", *DIT_RANGE)),
+    Case("weights-it-layers-million", "cli", infinitetalk(dit_config(num_layers=10**6)), 2, ("num_layers is 1000000", *DIT_RANGE)),
+    Case("weights-it-layers-a-string", "cli", infinitetalk(dit_config(num_layers="40")), 2, ("num_layers is '40'", *DIT_RANGE)),
+    Case("weights-it-eps-a-list", "cli", infinitetalk(dit_config(eps=[1e-6])), 2, ("eps is [1e-06]", "a finite number")),
+    Case(
+        "weights-it-too-big-for-memory",
+        "cli",
+        infinitetalk(dit_config(dim=131072, num_heads=1024, ffn_dim=131072, num_layers=1024)),
+        2,
+        TOO_BIG,
+    ),
+    Case("weights-it-config-a-list", "cli", infinitetalk(lambda r: (r / BASE / "config.json").write_text("[]")), 2, ("is not the config of a Wan model",)),
+    Case("weights-it-index-map-a-list", "cli", infinitetalk(dit_index(weight_map=["a"])), 2, ("'weight_map' that is a list",)),
+    Case("weights-it-shard-name-a-number", "cli", infinitetalk(dit_index(weight_map={"blocks.0.ffn.0.weight": 3})), 2, ("names shard 3, not a file name",)),
+    Case(
+        "weights-it-wav2vec2-a-list", "cli", infinitetalk(lambda r: (r / "chinese-wav2vec2-base" / "config.json").write_text("[]")), 2, ("holds a JSON list",)
+    ),
+    Case("weights-it-wav2vec2-heads-a-string", "cli", infinitetalk(w2v_config(num_attention_heads="x")), 2, ("num_attention_heads is 'x'",)),
+    Case("weights-it-wav2vec2-layers-million", "cli", infinitetalk(w2v_config(num_hidden_layers=10**6)), 2, ("num_hidden_layers is 1000000",)),
+    Case(
+        "weights-it-adapter-scalar",
+        "cli",
+        infinitetalk(lambda r: mk.replace_tensor(r / "InfiniteTalk" / "single" / "infinitetalk.safetensors", "audio_proj.proj3.weight", _scalar())),
+        2,
+        ("infinitetalk.safetensors has no audio projection", "expected shapes"),
+    ),
+    # -- golden sets (parity) ------------------------------------------------------------------------
+    Case("golden-json-a-list", "cli", parity(lambda r: (r / "golden.json").write_text("[1]")), 2, ("golden.json holds a JSON list",)),
+    Case("golden-case-missing-file", "cli", parity(golden_spec(lambda s: {**s, "cases": {"dit": {}}})), 2, ("case 'dit' has no 'file'",)),
+    Case(
+        "golden-tensor-wrong-shape",
+        "cli",
+        parity(lambda r: mk.replace_tensor(r / "cases" / "dit.safetensors", "x", _scalar())),
+        2,
+        ("dit.safetensors holds x of shape []", "golden.json says"),
+    ),
+    Case(
+        "golden-tensor-missing",
+        "cli",
+        parity(lambda r: mk.replace_tensor(r / "cases" / "dit.safetensors", "x", None)),
+        2,
+        ("dit.safetensors has no 'x'",),
+    ),
     # -- options -----------------------------------------------------------------------------------
     Case("opt-chunk-frames-negative", "cli", render("--chunk-frames", "-4"), 2, ("--chunk-frames must be between 1 and 1000, got -4",)),
     Case("opt-chunk-frames-2", "cli", render("--chunk-frames", "2"), 2, ("--chunk-frames 2 is too short", "it must be 4 or more")),
@@ -230,6 +324,7 @@ CLI: list[Case] = [
     Case("out-rtmp-not-rtmp", "cli", render("--rtmp", "file:///etc/passwd"), 2, ("is not an RTMP publish URL",)),
     Case("out-preview-not-host-port", "cli", render("--preview", "nohost"), 2, ("is not HOST:PORT",)),
     Case("out-preview-port-out-of-range", "cli", render("--preview", "127.0.0.1:99999"), 2, ("is not HOST:PORT",)),
+    Case("out-preview-ice-not-a-url", "cli", render("--preview", "127.0.0.1:0", "--ice-server", "stun.example"), 2, ("is not a STUN or TURN URL",)),
     Case("out-preview-port-busy", "cli", render("--preview", lambda t: f"127.0.0.1:{busy_port()}"), 2, ("cannot serve the preview", "in use", "--preview")),
     Case(
         "out-kvs-named-twice",
@@ -244,6 +339,10 @@ CLI: list[Case] = [
     # -- serve -------------------------------------------------------------------------------------
     Case("serve-port-busy", "cli", serve("--port", lambda t: busy_port()), 2, ("cannot serve the API", "in use", "--port")),
     Case("serve-port-out-of-range", "cli", serve("--port", "70000"), 2, ("--port must be in 0..65535",)),
+    Case("serve-ice-server-http", "cli", serve("--ice-server", "http://stun.example"), 2, ("--ice-server 'http://stun.example' is not a STUN or TURN URL",)),
+    Case(
+        "serve-ice-turn-no-credentials", "cli", serve("--ice-server", "turn:relay.example:3478"), 2, ("TURN server without credentials", "USERNAME:CREDENTIAL@")
+    ),
     Case("serve-token-short", "cli", serve("--token", "abc"), 2, ("--token must be at least 8 characters",)),
     Case("serve-open-host-no-token", "cli", serve("--host", "0.0.0.0"), 2, ("reachable from other machines", "--token")),
     Case("serve-max-sessions-0", "cli", serve("--max-sessions", "0"), 2, ("max-sessions must be at least 1",)),
@@ -446,6 +545,13 @@ HTTP: list[Case] = [
         ("the uploaded reference", "decompression bomb"),
     ),
     Case(
+        "http-reference-text-bomb",
+        "http",
+        lambda t: Request("POST", "/sessions", _up("reference", mk.png_text_bomb_bytes(), "image/png")),
+        422,
+        ("the uploaded reference", "Decompressed data too large"),
+    ),
+    Case(
         "http-reference-1x1",
         "http",
         lambda t: Request("POST", "/sessions", _up("reference", mk.png_tiny(t).read_bytes(), "image/png")),
@@ -497,6 +603,14 @@ WS: list[Case] = [
     Case("ws-wrong-token", "ws", lambda t: Socket(token="wrong-token-123"), 401, ("bearer token",)),
     Case("ws-unknown-session", "ws", lambda t: Socket(sid="nope"), 404, ("no such session",)),
     Case("ws-closed-session", "ws", lambda t: Socket(sid="{closed}"), 404, ("no such session",)),
+    Case("ws-second-socket", "ws", lambda t: Socket(sid="{busy}"), 409, ("already has an audio socket", "one sender per session")),
+    Case(
+        "ws-pcm-longer-than-10-s",
+        "ws",
+        lambda t: Socket(query="format=s16le&rate=8000&channels=1", send=(bytes(2 * 8000 * 11),)),
+        0,
+        ("a PCM message of 11.0 s is longer than 10 s", "smaller pieces"),
+    ),
     Case("ws-format-mp4", "ws", lambda t: Socket(query="format=mp4"), 422, ("audio format 'mp4' is not supported",)),
     Case("ws-rate-1", "ws", lambda t: Socket(query="format=s16le&rate=1"), 422, ("sample rate 1 is out of range",)),
     Case("ws-channels-8", "ws", lambda t: Socket(query="format=s16le&channels=8"), 422, ("channels must be 1 or 2",)),

@@ -140,12 +140,13 @@ def png_cut(tmp: Path) -> Path:
     return write(tmp, "cut.png", data[: len(data) // 2])
 
 
+def _png_chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
 def png_bomb_bytes(width: int = 40000, height: int = 40000) -> bytes:
     """A PNG that claims ``width`` x ``height`` pixels in a few hundred bytes (one grey row repeated: never decode it)."""
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
+    chunk = _png_chunk
     header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit greyscale
     rows = zlib.compress(b"\x00" * (width + 1) * 16)  # a few rows: enough for any decoder to start allocating
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", rows) + chunk(b"IEND", b"")
@@ -153,6 +154,19 @@ def png_bomb_bytes(width: int = 40000, height: int = 40000) -> bytes:
 
 def png_bomb(tmp: Path) -> Path:
     return write(tmp, "bomb.png", png_bomb_bytes())
+
+
+def png_text_bomb_bytes() -> bytes:
+    """A 64x64 PNG with a compressed text chunk (zTXt) of a few KiB that inflates to 16 MiB, past Pillow's text limit."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 64), (128, 100, 90)).save(buffer, format="PNG")
+    data = buffer.getvalue()
+    text = _png_chunk(b"zTXt", b"Comment\x00\x00" + zlib.compress(b"a" * (16 << 20), 9))
+    return data[:33] + text + data[33:]  # after the 8-byte signature and the 25-byte IHDR chunk
+
+
+def png_text_bomb(tmp: Path) -> Path:
+    return write(tmp, "text-bomb.png", png_text_bomb_bytes())
 
 
 def png_tiny(tmp: Path) -> Path:
@@ -250,3 +264,47 @@ def integer_tensor(folder: Path, module: str = "vae") -> Path:
     tensors[key] = tensors[key].to(torch.int32)
     save_file(tensors, str(path))
     return folder
+
+
+GOLDEN = Path(__file__).parents[1] / "fixtures" / "infinitetalk-tiny"
+
+
+def infinitetalk_weights(tmp: Path) -> Path:
+    """A writable copy of the tiny InfiniteTalk checkpoint of the golden set (original layout)."""
+    import shutil
+
+    root = tmp / "infinitetalk"
+    shutil.copytree(GOLDEN / "weights", root)
+    for path in root.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return root
+
+
+def edit_json(path: Path, **changes: object) -> Path:
+    """Merge ``changes`` into the JSON object at ``path``."""
+    path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+    return path
+
+
+def replace_tensor(path: Path, key: str, tensor: object) -> Path:
+    """``path``'s tensor ``key`` replaced by ``tensor`` (None drops it)."""
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(path))
+    if tensor is None:
+        del tensors[key]
+    else:
+        tensors[key] = tensor
+    save_file(tensors, str(path))
+    return path
+
+
+def golden_set(tmp: Path) -> Path:
+    """A writable copy of the tiny InfiniteTalk golden set (golden.json, cases/, weights/)."""
+    import shutil
+
+    root = tmp / "golden"
+    shutil.copytree(GOLDEN, root)
+    for path in root.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return root

@@ -35,8 +35,9 @@ def _run_cli(argv: list[str]) -> int:
 
 def _messages(err: str) -> list[str]:
     """stderr without the input warnings a demo-tiny run prints on purpose (random weights, a photo on procedural weights,
-    audio below the model's rate); an output that lost packets still counts."""
-    return [line for line in err.splitlines() if line.strip() and not (line.startswith("warning: ") and not line.startswith("warning: output "))]
+    audio below the model's rate) and parity's progress lines; an output that lost packets still counts."""
+    quiet = lambda line: (line.startswith("warning: ") and not line.startswith("warning: output ")) or line.startswith("running case ")
+    return [line for line in err.splitlines() if line.strip() and not quiet(line)]
 
 
 def _frames(path: Path) -> int:

@@ -33,6 +33,7 @@ class Server:
         self.client = httpx.Client(base_url=base, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"})
         self.sid = self.create()
         self.closed = self.create()
+        self.busy = self.create()  # a session whose audio socket the module holds open
         assert self.client.delete(f"/sessions/{self.closed}").status_code == 200
 
     def create(self) -> str:
@@ -41,7 +42,7 @@ class Server:
         return response.json()["id"]
 
     def fill(self, text: str) -> str:
-        return text.replace("{sid}", self.sid).replace("{closed}", self.closed)
+        return text.replace("{sid}", self.sid).replace("{closed}", self.closed).replace("{busy}", self.busy)
 
     def uploads(self) -> list[Path]:
         return sorted(self.work.rglob("upload-*"))
@@ -57,11 +58,12 @@ def server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
         server = Server(base, work / "work")
         server.frames_at_start = server.client.get(f"/sessions/{server.sid}").json()["stats"]["frames"]
         deadline = time.monotonic() + 20
-        while not any(t.name.startswith("sink:hls:") for t in threading.enumerate()) and time.monotonic() < deadline:
-            time.sleep(0.1)  # the session's sink thread starts with its first packet: before the rows count threads
+        while sum(t.name.startswith("sink:hls:") for t in threading.enumerate()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)  # the two running sessions' sink threads start with their first packets: before the rows count threads
         with connect(ws_url(base, server.sid), additional_headers=_headers("good")) as ws:
             ws.send(s16(speech(0.2)))  # the first socket makes a pair of descriptors the server keeps for good (one-time start-up)
-        yield server
+        with connect(ws_url(base, server.busy), additional_headers=_headers("good")):
+            yield server
 
 
 def _pool_thread(name: str) -> bool:

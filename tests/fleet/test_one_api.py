@@ -34,6 +34,7 @@ import websockets
 
 from avatarstream.benchmarks.local_server import free_port
 from avatarstream.cli.serve import TOKEN_ENV
+from serve.api_fuzz import fuzz_api
 from serve.serve_harness import SMALL_CHUNKS, Events, running_server, s16, speech, wav_bytes, ws_url
 
 TOKEN = "one-api-token-0123456789"
@@ -41,6 +42,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 CHUNK = 6  # demo-tiny's frames per chunk with SMALL_CHUNKS
 SIZE = (64, 64)
 GONE = "no such {}; it may have ended, timed out or never existed"
+NETWATCH = Path(__file__).resolve().parents[1] / "netwatch"
 pytestmark = pytest.mark.timeout(240)
 
 
@@ -66,8 +68,16 @@ def start_fleet(folder: Path) -> tuple[Fleet, str]:
                "--port", str(port), "--chunk-frames", str(SMALL_CHUNKS["chunk_frames"]), "--interp-frames", str(SMALL_CHUNKS["interp_frames"]),
                "--x264-preset", "ultrafast", "--threads", "1", "--work-dir", str(folder / "work")]  # fmt: skip
     output = folder / "fleet.out"
+    netlog = folder / "netlog"  # every fleet process notes where it sends packets (tests/netwatch)
+    netlog.mkdir()
+    env = {
+        **os.environ,
+        TOKEN_ENV: TOKEN,
+        "AVATARSTREAM_NETLOG": str(netlog),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(NETWATCH), os.environ.get("PYTHONPATH")])),
+    }
     with output.open("wb") as sink:  # a file, not a pipe: nothing blocks on a full pipe while the tests run
-        process = subprocess.Popen(command, env={**os.environ, TOKEN_ENV: TOKEN}, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
     fleet = Fleet(process, output)
     deadline = time.monotonic() + 150
     while not any("replicas ready" in line for line in fleet.lines()):
@@ -187,12 +197,60 @@ async def _live_session(base: str) -> None:
             assert gone.status_code == 404 and gone.json()["detail"] == GONE.format("session"), (path, gone.text)
 
 
-def test_a_webrtc_offer(base: str) -> None:
-    asyncio.run(_webrtc(base))
+def test_a_webrtc_offer(backend: tuple[str, Fleet | None]) -> None:
+    """...and the server (or every process of the fleet) sends nothing beyond this machine meanwhile: no STUN server is
+    asked (host candidates only, by default), no name outside is looked up."""
+    base, fleet = backend
+    recorder = _in_process_recorder()
+    start = time.time()
+    recorder.on = fleet is None
+    try:
+        asyncio.run(_webrtc(base))
+    finally:
+        recorder.on = False
+    seen = recorder.seen if fleet is None else _fleet_netlog(fleet, start, time.time())
+    # the single server's media goes through Python's sockets: its packets are seen. A replica runs on uvloop, whose
+    # datagrams bypass them; there the watch sees the name lookups and TCP connects (a STUN server is looked up by name)
+    wanted = "socket.sendto" if fleet is None else "socket."
+    assert any(event.startswith(wanted) for event, _ in seen), f"the watch saw nothing of the session: {seen}"
+    outside = sorted((event, host) for event, host in seen if host not in _this_machine())
+    assert outside == [], f"traffic beyond this machine during a WebRTC session: {outside}"
+
+
+def _in_process_recorder() -> Any:
+    import importlib.util
+
+    if not hasattr(_in_process_recorder, "recorder"):
+        spec = importlib.util.spec_from_file_location("netwatch", NETWATCH / "sitecustomize.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _in_process_recorder.recorder = module.Recorder()  # type: ignore[attr-defined]
+    return _in_process_recorder.recorder  # type: ignore[attr-defined]
+
+
+def _fleet_netlog(fleet: Fleet, start: float, end: float) -> set[tuple[str, str]]:
+    seen = set()
+    for log in (fleet.output.parent / "netlog").glob("*.log"):
+        for line in log.read_text().splitlines():
+            at, event, host = line.split(" ", 2)
+            if start <= float(at) <= end:
+                seen.add((event, host))
+    return seen
+
+
+def _this_machine() -> set[str]:
+    """Names and addresses that stay on this machine: loopback, and every address of its own interfaces."""
+    import socket
+
+    import psutil
+
+    addresses = {a.address.split("%")[0] for addrs in psutil.net_if_addrs().values() for a in addrs if a.family in (socket.AF_INET, socket.AF_INET6)}
+    return addresses | {"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", socket.gethostname()}
 
 
 async def _webrtc(base: str) -> None:
-    from aiortc import RTCPeerConnection, RTCRtpReceiver, RTCSessionDescription
+    from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpReceiver, RTCSessionDescription
 
     async with client(base) as http:
         plain = (await http.post("/sessions", data={"identity": "default"})).json()["id"]
@@ -205,7 +263,7 @@ async def _webrtc(base: str) -> None:
         created = await http.post("/sessions", data={"outputs": '{"hls": false, "webrtc": true}'})
         assert created.status_code == 201, created.text
         sid = created.json()["id"]
-        pc = RTCPeerConnection()
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))  # the viewer asks no STUN server either: all traffic is the server's
         received: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
         def on_track(track: Any) -> None:
@@ -283,6 +341,13 @@ async def _unknown(base: str) -> None:
             pass
     assert refused.value.response.status_code == 404
     assert json.loads(refused.value.response.body)["detail"] == GONE.format("session")
+
+
+def test_the_schema_holds_under_fuzzing(base: str) -> None:
+    """Schemathesis on the backend's own OpenAPI: no 5xx, no response outside the schema (the fleet's ingress proxies some
+    routes to its replica: their answers keep to the same schema)."""
+    failures = fuzz_api(base, AUTH)
+    assert failures == [], "\n".join(failures)
 
 
 def test_ctrl_c_stops_the_fleet_quietly_and_closes_its_sessions(backend: tuple[str, Fleet | None]) -> None:

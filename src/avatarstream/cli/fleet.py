@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments
@@ -47,7 +48,16 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p.set_defaults(run=run)
 
 
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ValueError:  # a module set to None in sys.modules (how a test hides it)
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
+    if not _installed("ray"):  # looked for, not imported: run_fleet sets Ray's environment before Ray's first import
+        raise InputError("the fleet needs Ray Serve (ray is missing): pip install 'avatarstream[fleet]'")
     try:
         from avatarstream.fleet.local import run_fleet
         from avatarstream.fleet.settings import FleetSettings

@@ -15,6 +15,7 @@ from avatarstream.cli.model_args import add_model_arguments, model_options
 from avatarstream.cli.runtime_args import add_compile_argument, add_parallel_argument, add_runtime_arguments
 from avatarstream.errors import InputError
 from avatarstream.output_paths import check_port
+from avatarstream.publish.options import add_ice_argument
 
 if TYPE_CHECKING:
     import torch
@@ -59,6 +60,7 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lookahead", type=float, help="seconds generation may run ahead of the wall clock (default: one chunk)")
     p.add_argument("--result-ttl", type=float, default=3600.0, help="seconds a finished video stays downloadable")
     add_x264_preset_argument(p)
+    add_ice_argument(p)
     p.add_argument("--work-dir", type=Path, help="folder for session files (default: a fresh temporary folder)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="JSON logs on stderr")
 
@@ -88,6 +90,7 @@ def server_settings(args: argparse.Namespace, *, max_sessions: int, processes: i
         work_dir=args.work_dir,
         processes=processes,
         compile=args.compile,
+        ice_servers=tuple(args.ice_server),
     )
 
 
@@ -116,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace, settings: ServeSettings, device: torch.device) -> int:
     import uvicorn
 
+    from avatarstream.serve.api_audio_ws import message_limit
     from avatarstream.serve.app import create_app
     from avatarstream.serve.logs import configure_logging, event
 
@@ -132,7 +136,7 @@ def _serve(args: argparse.Namespace, settings: ServeSettings, device: torch.devi
         port=args.port,
         access_log=False,  # request paths hold session ids; the app logs route templates instead
         log_config=None,
-        ws_max_size=settings.max_upload_bytes,
+        ws_max_size=message_limit(settings.max_upload_bytes),
         timeout_graceful_shutdown=10,
     )
     return 0

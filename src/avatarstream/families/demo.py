@@ -44,6 +44,7 @@ from avatarstream.stages.demo.decode import DecodeStage
 from avatarstream.stages.demo.reference import ReferenceEncodeStage
 from avatarstream.stages.demo.super_resolution import SuperResolutionStage
 from avatarstream.stages.demo.text import TextEncodeStage
+from avatarstream.weights.memory_check import meta_bytes, require_fits
 from avatarstream.weights.sandbox import inside
 
 #: Weights trained by ``make train-demo`` and shipped with the package (see MODEL.md).
@@ -95,6 +96,7 @@ class DemoFamily:
             return cls.random(DemoConfig.tiny() if cls.variant == "tiny" else DemoConfig(), seed=seed)
         folder = Path(weights_dir)
         config = _read_config(folder)
+        require_fits(sum(meta_bytes(partial(net, config), 4) for net in _NETWORKS.values()), "a demo model", folder / "config.json")
         modules = {name: Module.build(name, partial(net, config), weights=inside(folder, folder / f"{name}.safetensors")) for name, net in _NETWORKS.items()}
         return cls(config, modules, str(folder))
 

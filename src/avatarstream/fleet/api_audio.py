@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request, WebSocket
 
 from avatarstream.errors import InputError
 from avatarstream.fleet.sessions import Close, Fleet, FleetSession
-from avatarstream.serve.api_audio_ws import CLEAN_CLOSES, receive_messages, refuse, socket_open
+from avatarstream.serve.api_audio_ws import CLEAN_CLOSES, claim_socket, message_limit, receive_messages, refuse, socket_open
 from avatarstream.serve.api_sessions import receive_audio
 from avatarstream.serve.audio_input import ClipSegment, PcmDecoder
 from avatarstream.serve.problems import ServeError
@@ -40,13 +40,13 @@ async def audio_socket(ws: WebSocket, sid: str, format: str = "s16le", rate: int
         fleet.auth.check(ws.headers.get("authorization"), token)
         session = fleet.get(sid)
         decoder = None if format == "encoded" else PcmDecoder(format, rate, channels)
+        claim_socket(session)
     except (ServeError, InputError) as err:
         await refuse(ws, err)
         return
-    await ws.accept()
     closed_here: list[Close] = []
     code = 1006
-    async with socket_open(session, decoder, lambda events: _send_events(ws, events, closed_here)):
+    async with socket_open(session, decoder, ws, lambda events: _send_events(ws, events, closed_here)):
         code = await _receive(ws, fleet, session, decoder)
     if code not in CLEAN_CLOSES and not closed_here:  # a crashed client ends its session, as on the single server
         await fleet.close_if_running(sid)
@@ -64,7 +64,7 @@ async def _receive(ws: WebSocket, fleet: Fleet, session: FleetSession, decoder: 
     def touch() -> None:
         session.last_active = time.monotonic()
 
-    return await receive_messages(ws, fleet.settings.serve.max_upload_bytes, touch, speak, lambda: fleet.interrupt(session))
+    return await receive_messages(ws, message_limit(fleet.settings.serve.max_upload_bytes), touch, speak, lambda: fleet.interrupt(session))
 
 
 async def _send_events(ws: WebSocket, events: asyncio.Queue[dict[str, Any] | Close], closed_here: list[Close]) -> None:

@@ -97,6 +97,7 @@ class FleetArgs(BaseModel):
     replica_host: str = "auto"
     idle_timeout_s: float = 300.0
     drain_timeout_s: float = 3600.0
+    ice_servers: list[str] = []  # the WebRTC viewers' STUN/TURN servers (none: host candidates only; publish/ice.py)
 
 
 def app_builder(args: dict[str, Any]) -> Application:
@@ -110,6 +111,7 @@ def app_builder(args: dict[str, Any]) -> Application:
         model_options=parsed.model_options,
         device=parsed.device,
         idle_timeout_s=parsed.idle_timeout_s,
+        ice_servers=tuple(parsed.ice_servers),
     )
-    fields = parsed.model_dump(exclude={"model", "weights", "model_options", "device", "idle_timeout_s"})
+    fields = parsed.model_dump(exclude={"model", "weights", "model_options", "device", "idle_timeout_s", "ice_servers"})
     return build_app(FleetSettings(serve=serve_settings, **fields))

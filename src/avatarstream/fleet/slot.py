@@ -25,6 +25,7 @@ from fastapi import UploadFile
 from ray import serve
 from starlette.datastructures import Headers
 
+from avatarstream.serve.api_audio_ws import message_limit
 from avatarstream.serve.api_sessions import SessionForm, open_session, parse_outputs
 from avatarstream.serve.app import create_app
 from avatarstream.serve.context import ServerContext
@@ -72,7 +73,9 @@ class SessionSlot:
         host = ray.util.get_node_ip_address() if settings.host == "auto" else settings.host
         app = create_app(dataclasses.replace(settings, host=host))
         self.context: ServerContext = app.state.server
-        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_config=None, access_log=False, ws_max_size=settings.max_upload_bytes))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host=host, port=0, log_config=None, access_log=False, ws_max_size=message_limit(settings.max_upload_bytes))
+        )
         self.serving = asyncio.get_running_loop().create_task(self.server.serve())
         while not self.server.started:
             if self.serving.done():

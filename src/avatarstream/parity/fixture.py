@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +10,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import torch
 
 from avatarstream.errors import InputError
+from avatarstream.weights.config_values import read_json_object
 from avatarstream.weights.files import read_safetensors
+from avatarstream.weights.sandbox import inside
 
 if TYPE_CHECKING:
     from avatarstream.parity.checks import Check
@@ -29,11 +30,12 @@ class GoldenSet:
         path = root / "golden.json"
         if not path.is_file():
             raise InputError(f"{root} is not a golden set: no golden.json; expected golden.json, weights/ and cases/")
-        try:
-            spec = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid {path}: {exc}") from exc
-        if not isinstance(spec.get("cases"), dict) and not isinstance(spec.get("settings"), dict):
+        spec = read_json_object(path, "expected the golden set's description: its cases and their tolerances")
+        cases = spec.get("cases")
+        if isinstance(cases, dict):
+            if not all(isinstance(c, dict) for c in cases.values()):
+                raise InputError(f"{path}: every entry of 'cases' must be an object (a case's settings and tolerances)")
+        elif not isinstance(spec.get("settings"), dict):
             raise InputError(
                 f"{path} has neither a 'cases' section (a component set: the cases to run and their tolerances) "
                 "nor 'settings' (a whole-video set: the reference's run and its frames)"
@@ -67,14 +69,24 @@ class GoldenSet:
     def cases(self) -> list[str]:
         return list(self.spec["cases"])
 
-    def case(self, name: str) -> dict[str, Any]:
-        return self.spec["cases"][name]
+    def case(self, name: str) -> Entries:
+        return Entries(self.spec["cases"][name], f"{self.root / 'golden.json'} case {name!r}")
 
-    def tensors(self, case: str) -> dict[str, torch.Tensor]:
-        return read_safetensors(self.root / self.case(case)["file"])
+    def tensors(self, case: str) -> Entries:
+        path = self.file(case, "file")
+        tensors = read_safetensors(path)
+        for key, shape in self.case(case).get("tensors", {}).items():  # the shapes golden.json states, where it states them
+            if key in tensors and list(tensors[key].shape) != shape:
+                raise InputError(
+                    f"{path} holds {key} of shape {list(tensors[key].shape)}, but golden.json says {shape}; the set's files do not belong together"
+                )
+        return Entries(tensors, str(path))
 
     def file(self, case: str, key: str) -> Path:
-        path = self.root / self.case(case)[key]
+        name = self.case(case)[key]
+        if not isinstance(name, str):
+            raise InputError(f"{self.root / 'golden.json'} names the {key} of case {case!r} by {name!r}, not a file name")
+        path = inside(self.root, self.root / name)
         if not path.is_file():
             raise InputError(f"{path} not found; golden.json names it as the {key} of case {case!r}")
         return path
@@ -98,3 +110,19 @@ def run_each(gs: GoldenSet, cases: Mapping[str, Callable[[GoldenSet, N], list[Ch
             on_case(name)
             checks += cases[name](gs, networks)
     return checks
+
+
+class Entries(dict[str, Any]):
+    """A golden set's mapping (a case's settings, a case file's tensors) whose missing key is one InputError naming where
+    it was looked for; nested objects come back as Entries too."""
+
+    def __init__(self, values: dict[str, Any], where: str) -> None:
+        super().__init__(values)
+        self.where = where
+
+    def __getitem__(self, key: str) -> Any:
+        value = super().__getitem__(key)
+        return Entries(value, f"{self.where} {key!r}") if isinstance(value, dict) else value
+
+    def __missing__(self, key: str) -> Any:
+        raise InputError(f"{self.where} has no {key!r}; the golden set is incomplete or made by another version of its generator")

@@ -24,8 +24,7 @@ def run_golden_set(root: Path, *, frames: Path | None = None, on_case: Callable[
     if not gs.whole_video:
         if frames is not None:
             raise InputError(f"{root} is a component set (golden.json has cases); --frames is for whole-video sets")
-        cases: Callable[[GoldenSet, Callable[[str], None]], list[Check]] = _porting_family(gs).parity
-        return cases(gs, on_case)
+        return _component_checks(gs, on_case)
     if frames is None:
         raise InputError(f"{root} is a whole-video set: give --frames OUT, a new or empty folder for the rendered frames")
     check_frames_folder(frames)
@@ -36,6 +35,25 @@ def run_golden_set(root: Path, *, frames: Path | None = None, on_case: Callable[
     family.render_golden_video(gs, frames)
     golden = golden_frames(gs)
     return [] if golden is None else frame_checks(gs, frames, golden)
+
+
+def _component_checks(gs: GoldenSet, on_case: Callable[[str], None]) -> list[Check]:
+    """The family's cases; an error the set's tensors or settings cause (a wrong shape or type) is one line naming the case."""
+    cases: Callable[[GoldenSet, Callable[[str], None]], list[Check]] = _porting_family(gs).parity
+    current = ["(loading weights)"]
+
+    def starting(name: str) -> None:
+        current[0] = name
+        on_case(name)
+
+    try:
+        return cases(gs, starting)
+    except (RuntimeError, ValueError, IndexError, TypeError) as exc:  # the set's tensors and settings are input: a wrong shape or type is the set's
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(
+            f"golden set {gs.root}, case {current[0]}: {first}; its tensors or settings do not have the shapes and types the model expects "
+            "(was it made for the checkpoint in its weights/?)"
+        ) from exc
 
 
 def _porting_family(gs: GoldenSet) -> Any:

@@ -27,6 +27,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="with --preview: keep serving after the render until Ctrl-C (--no-keep-preview: stop with the render)",
     )
+    add_ice_argument(g)
     g.add_argument("--kvs", metavar="STREAM", help="also stream to Amazon Kinesis Video Streams (region and credentials from the AWS chain)")
     g.add_argument("--kvs-stream-arn", metavar="ARN", help="the Kinesis video stream by ARN instead of --kvs NAME")
     g.add_argument("--kvs-region", metavar="REGION", help="AWS region of the stream (default: the AWS chain, e.g. AWS_DEFAULT_REGION)")
@@ -43,5 +44,17 @@ def outputs_from_args(args: argparse.Namespace) -> Outputs:
         file=None if out is None or str(out) == "-" else out, fragmented=args.fragmented, hls=args.hls, rtmp=args.rtmp,
         preview=args.preview, keep_preview=args.keep_preview, kvs=args.kvs, kvs_stream_arn=args.kvs_stream_arn,
         kvs_region=args.kvs_region, kvs_endpoint=args.kvs_endpoint, encoder=args.encoder,
-        frames=args.frames,
+        ice_servers=tuple(args.ice_server), frames=args.frames,
     )  # fmt: skip
+
+
+def add_ice_argument(group: argparse._ActionsContainer) -> None:
+    """--ice-server, repeatable: the WebRTC preview's STUN/TURN servers (render, serve and fleet take it alike)."""
+    group.add_argument(
+        "--ice-server",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a STUN or TURN server for WebRTC viewers behind NAT (stun:HOST:PORT, USER:CREDENTIAL@turn:HOST:PORT; repeatable). "
+        "Default: none, host candidates only, so viewing contacts no third party (enough on one machine or a LAN)",
+    )

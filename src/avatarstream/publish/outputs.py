@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from avatarstream.errors import InputError
 from avatarstream.publish.encoders import BACKENDS
 from avatarstream.publish.frames import FrameSink, PngFrameSink
+from avatarstream.publish.ice import check_ice_servers
 from avatarstream.publish.publisher import Publisher
 from avatarstream.publish.settings import EncoderSettings
 from avatarstream.publish.sink import Sink
@@ -33,7 +34,8 @@ class Outputs:
     ``preview``: ``HOST:PORT`` of a local page that plays the stream while it
     is generated; with ``keep_preview`` it goes on serving the finished stream
     after the render until ``PreviewServer.stop()`` (the CLI: until Ctrl-C).
-    ``kvs`` / ``kvs_stream_arn``: an Amazon Kinesis video stream.
+    ``kvs`` / ``kvs_stream_arn``: an Amazon Kinesis video stream. ``ice_servers``: the preview's STUN/TURN servers
+    (none: host candidates only, no traffic to anyone; publish/ice.py).
     ``frames``: a new or empty folder for one lossless PNG per frame (``000000.png``, ...).
     """
 
@@ -48,6 +50,7 @@ class Outputs:
     kvs_region: str | None = None
     kvs_endpoint: str | None = None
     encoder: str = "pyav"
+    ice_servers: tuple[str, ...] = ()
     frames: str | os.PathLike[str] | None = None
 
     def open(self, settings: EncoderSettings) -> Publisher:
@@ -56,6 +59,7 @@ class Outputs:
         Raises InputError for bad values and PublishError for outputs that cannot be written.
         """
         _check_encoder(self.encoder)
+        check_ice_servers(self.ice_servers)
         preview = host_port(self.preview) if self.preview else None
         sinks: list[Sink] = []
         server: PreviewServer | None = None
@@ -74,7 +78,7 @@ class Outputs:
                     sinks.append(HlsSink(hls_dir, window=PREVIEW_ONLY_WINDOW))
                 from avatarstream.publish.preview import PreviewServer  # aiortc is loaded only for a preview
 
-                server = PreviewServer(hls_dir, *preview, keep_serving=self.keep_preview, owns_hls_dir=scratch is not None)
+                server = PreviewServer(hls_dir, *preview, keep_serving=self.keep_preview, owns_hls_dir=scratch is not None, ice_servers=self.ice_servers)
                 print(f"preview: {server.url}", flush=True)
                 sinks.append(server)
             if self.kvs or self.kvs_stream_arn:

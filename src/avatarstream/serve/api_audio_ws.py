@@ -27,13 +27,16 @@ from avatarstream.errors import InputError
 from avatarstream.serve.audio_input import ClipSegment, PcmDecoder, PcmSegment
 from avatarstream.serve.auth import CHALLENGE
 from avatarstream.serve.context import ServerContext
-from avatarstream.serve.problems import ServeError
+from avatarstream.serve.problems import Conflict, ServeError
 from avatarstream.serve.session import Session
 from avatarstream.serve.uploads import store_clip
 from avatarstream.serve.ws_messages import ErrorEvent, InterruptCommand
 
 router = APIRouter()
-CLEAN_CLOSES = {1000, 1001}  # a lost connection reads as 1005 or 1006, depending on the server's WebSocket stack
+CLEAN_CLOSES = {1000, 1001}
+#: The largest message an audio socket takes (the WebSocket stack refuses a larger frame before reading it): PCM
+#: messages carry at most MAX_MESSAGE_S anyway; an encoded clip this size is minutes of compressed speech.
+MAX_MESSAGE_BYTES = 8 * 2**20  # a lost connection reads as 1005 or 1006, depending on the server's WebSocket stack
 
 
 @router.websocket("/sessions/{sid}/audio")
@@ -43,12 +46,12 @@ async def audio_socket(ws: WebSocket, sid: str, format: str = "s16le", rate: int
         server.auth.check(ws.headers.get("authorization"), token)
         session = server.manager.get(sid, "live")
         decoder = None if format == "encoded" else PcmDecoder(format, rate, channels)
+        claim_socket(session)
     except (ServeError, InputError) as err:
         await refuse(ws, err)
         return
-    await ws.accept()
     code = 1006
-    async with socket_open(session, decoder, lambda events: _send_events(ws, events)):
+    async with socket_open(session, decoder, ws, lambda events: _send_events(ws, events)):
         code = await _receive(ws, server, session, decoder)
     if code not in CLEAN_CLOSES:
         await server.manager.close_if_running(session.id)
@@ -65,15 +68,24 @@ class SocketSession(Protocol):
     def unlisten(self, queue: asyncio.Queue[Any]) -> None: ...
 
 
+def claim_socket(session: SocketSession) -> None:
+    """A session takes one audio socket at a time: two senders would interleave their audio into one queue, and each
+    socket would add its own backlog. The claim is taken here, before any await, so two handshakes cannot both pass."""
+    if session.sockets:
+        raise Conflict("this session already has an audio socket; close it before opening another (one sender per session)")
+    session.sockets += 1
+
+
 @contextlib.asynccontextmanager
 async def socket_open(
-    session: SocketSession, decoder: PcmDecoder | None, send: Callable[[asyncio.Queue[Any]], Coroutine[Any, Any, None]]
+    session: SocketSession, decoder: PcmDecoder | None, ws: WebSocket, send: Callable[[asyncio.Queue[Any]], Coroutine[Any, Any, None]]
 ) -> AsyncIterator[None]:
-    """While the socket is open: it counts as the session's, and ``send`` forwards the session's events to it."""
-    session.sockets += 1
+    """Accept the socket ``claim_socket`` took for the session; while it is open ``send`` forwards the session's events to it."""
     events = session.listen()
-    sender = asyncio.create_task(send(events))
+    sender: asyncio.Task[None] | None = None
     try:
+        await ws.accept()
+        sender = asyncio.create_task(send(events))
         yield
     finally:
         if decoder is not None:
@@ -81,9 +93,10 @@ async def socket_open(
         session.sockets -= 1
         session.last_active = time.monotonic()
         session.unlisten(events)
-        sender.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sender
+        if sender is not None:
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sender
 
 
 async def _receive(ws: WebSocket, server: ServerContext, session: Session, decoder: PcmDecoder | None) -> int:
@@ -94,12 +107,13 @@ async def _receive(ws: WebSocket, server: ServerContext, session: Session, decod
         session.check_audio_rate(decoder.rate)
 
     async def speak(data: bytes) -> None:
-        if decoder is not None:
+        if decoder is not None:  # PCM is held in memory: its length counts against the queue limit before it is decoded
+            await live.wait_for_room(decoder.seconds(data))
             segment: PcmSegment | ClipSegment = PcmSegment(decoder.decode(data))
-        else:
+        else:  # a clip is stored on disk and read as it is spoken
             segment = await server.blocking(store_clip, data, session.folder)
             session.check_audio_rate(segment.sample_rate)
-        await live.wait_for_room()
+            await live.wait_for_room()
         live.push(segment)
 
     async def interrupt() -> None:
@@ -108,7 +122,12 @@ async def _receive(ws: WebSocket, server: ServerContext, session: Session, decod
     def touch() -> None:
         session.last_active = time.monotonic()
 
-    return await receive_messages(ws, server.settings.max_upload_bytes, touch, speak, interrupt, lambda: session.id not in server.manager.active)
+    return await receive_messages(ws, message_limit(server.settings.max_upload_bytes), touch, speak, interrupt, lambda: session.id not in server.manager.active)
+
+
+def message_limit(max_upload_bytes: int) -> int:
+    """The largest WebSocket message taken: an encoded clip up to MAX_MESSAGE_BYTES (or the upload limit, if smaller)."""
+    return min(max_upload_bytes, MAX_MESSAGE_BYTES)
 
 
 async def receive_messages(

@@ -27,7 +27,8 @@ from avatarstream.serve.uploads import AUDIO_TYPES, check_audio_type, open_uploa
 router = APIRouter(prefix="/sessions", tags=["live sessions"], dependencies=[Depends(authorized)])
 HLS_NAME = re.compile(r"index\.m3u8|init\.mp4|seg\d{5}\.m4s")
 HLS_TYPES = {".m3u8": "application/vnd.apple.mpegurl", ".mp4": "video/mp4", ".m4s": "video/iso.segment"}
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404, 413, 415, 422, 503)}
+#: 400: a malformed multipart body (Starlette's parser refuses it before any field is read).
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (400, 401, 404, 413, 415, 422, 503)}
 IDENTITY_HELP = (
     "default: the model's default avatar (the one `avatarstream render` uses without --reference), when no reference is uploaded; "
     "a model's request options (model_options) may choose another"

@@ -43,7 +43,7 @@ from avatarstream.serve.audio_input import RATE
 from avatarstream.serve.auth import TokenCheck
 from avatarstream.serve.context import ServerContext, authorized, server
 from avatarstream.serve.limits import BodyLimit
-from avatarstream.serve.logs import event
+from avatarstream.serve.logs import event, quiet_refused_handshakes
 from avatarstream.serve.metrics import ServeMetrics
 from avatarstream.serve.pipelines import Pipelines
 from avatarstream.serve.problems import ServeError
@@ -136,7 +136,9 @@ def _warm_up(pipeline: Pipeline, reference: np.ndarray) -> None:
 
 
 def add_handlers(app: FastAPI) -> None:
-    """Errors as JSON with the status they mean, and one log line per request (the fleet's ingress uses them too)."""
+    """Errors as JSON with the status they mean, and one log line per request (the fleet's ingress uses them too); a
+    refused WebSocket handshake is logged at info, not as uvicorn's error."""
+    quiet_refused_handshakes()
 
     @app.exception_handler(ServeError)
     async def serve_error(request: Request, err: ServeError) -> JSONResponse:

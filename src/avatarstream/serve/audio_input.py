@@ -21,6 +21,8 @@ from avatarstream.sources.audio_file import AudioFileSource
 RATE = 48000
 PCM_FORMATS: dict[str, np.dtype] = {"s16le": np.dtype("<i2"), "f32le": np.dtype("<f4")}
 MAX_PCM_RATE = 192000
+#: The most audio one PCM message may carry (clients send 20 ms to 1 s pieces): what one message costs once decoded is bounded.
+MAX_MESSAGE_S = 10.0
 
 
 class Resampler:
@@ -58,10 +60,19 @@ class PcmDecoder:
         self.channels = channels
         self._resampler = Resampler(rate, channels)
 
-    def decode(self, data: bytes) -> np.ndarray:
+    def seconds(self, data: bytes) -> float:
+        """How much audio ``data`` holds, from its length alone (before anything is decoded); refuses a partial frame or
+        a message longer than MAX_MESSAGE_S."""
         frame_bytes = self.dtype.itemsize * self.channels
         if len(data) % frame_bytes:
             raise InputError(f"a PCM message must hold whole sample frames ({frame_bytes} bytes each), got {len(data)} bytes")
+        seconds = len(data) / frame_bytes / self.rate
+        if seconds > MAX_MESSAGE_S:
+            raise InputError(f"a PCM message of {seconds:.1f} s is longer than {MAX_MESSAGE_S:g} s; send the audio in smaller pieces as it is recorded")
+        return seconds
+
+    def decode(self, data: bytes) -> np.ndarray:
+        self.seconds(data)
         raw = np.frombuffer(data, self.dtype).reshape(-1, self.channels).T
         if self.dtype.kind == "i":
             samples = raw.astype(np.float32) / 32768.0

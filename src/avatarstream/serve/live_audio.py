@@ -108,9 +108,16 @@ class LiveAudio:
         self._queue.append(segment)
         self._update_room()
 
-    async def wait_for_room(self) -> None:
-        """Wait while more than ``max_queued_s`` is queued (backpressure for fast senders)."""
-        await self._room.wait()
+    async def wait_for_room(self, seconds: float = 0.0) -> None:
+        """Wait until ``seconds`` more fit under ``max_queued_s`` (backpressure for fast senders); a piece longer than the
+        whole limit waits for an empty queue. Returns at once when the stream is closed."""
+        while not self._closed.is_set() and self.queued_s > 0 and self.queued_s + seconds > self.max_queued_s:
+            self._room.clear()
+            closed = asyncio.ensure_future(self._closed.wait())
+            try:
+                await asyncio.wait([closed, asyncio.ensure_future(self._room.wait())], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                closed.cancel()
 
     def interrupt(self) -> Interruption:
         """Drop every queued segment; what was already handed out (at most the look-ahead) still plays."""
@@ -200,10 +207,9 @@ class LiveAudio:
         return dropped
 
     def _update_room(self) -> None:
+        """Wake the senders waiting for room whenever the queue shrinks below the limit; each checks its own piece."""
         if self.queued_s < self.max_queued_s:
             self._room.set()
-        else:
-            self._room.clear()
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

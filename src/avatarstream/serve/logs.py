@@ -36,3 +36,25 @@ def configure_logging(level: str = "info") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+
+
+#: What uvicorn's WebSocket protocols log, at error level, when the app answers a handshake with an HTTP response.
+REFUSED_HANDSHAKE = "ASGI callable returned without completing handshake."
+
+
+class RefusedHandshakes(logging.Filter):
+    """A handshake the app refuses with an HTTP answer (401, 404, 409, 422: api_audio_ws.refuse) is a client's mistake, not a
+    server failure; uvicorn logs it at error level all the same. This filter logs that line at info instead. The app has
+    no other way to leave a handshake incomplete: every other path accepts the socket first."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == REFUSED_HANDSHAKE:
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+def quiet_refused_handshakes() -> None:
+    """Install :class:`RefusedHandshakes` on uvicorn's logger (once per process)."""
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, RefusedHandshakes) for f in logger.filters):
+        logger.addFilter(RefusedHandshakes())

@@ -32,8 +32,9 @@ class SessionOutputs:
     frame_sinks: list[FrameSink] = field(default_factory=list)
 
 
-def build_outputs(spec: Outputs, folder: Path, *, live: bool) -> SessionOutputs:
-    """Sinks for ``spec``; a batch job always writes its MP4. Raises InputError for unusable values."""
+def build_outputs(spec: Outputs, folder: Path, *, live: bool, ice_servers: tuple[str, ...] = ()) -> SessionOutputs:
+    """Sinks for ``spec``; a batch job always writes its MP4; ``ice_servers``: the server's, for WebRTC. Raises InputError
+    for unusable values."""
     out = SessionOutputs()
     if spec.frames:
         if live:
@@ -49,7 +50,7 @@ def build_outputs(spec: Outputs, folder: Path, *, live: bool) -> SessionOutputs:
         if spec.webrtc:
             from avatarstream.publish.preview.webrtc_sink import WebRtcSink  # loads aiortc only when asked for
 
-            out.webrtc = WebRtcSink()
+            out.webrtc = WebRtcSink(ice_servers=ice_servers)
             out.sinks.append(out.webrtc)
         if spec.rtmp:
             out.sinks.append(RtmpSink(spec.rtmp))

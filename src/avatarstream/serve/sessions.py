@@ -96,7 +96,7 @@ class SessionManager:
         ``resume`` carries a saved live session on; ``saving`` keeps its resumable state after every chunk (a fleet's replica).
         ``warnings``: those found while reading its inputs (logged with the session's first line, and in its JSON)."""
         try:
-            outputs = build_outputs(spec, folder, live=mode == "live")
+            outputs = build_outputs(spec, folder, live=mode == "live", ice_servers=self.settings.ice_servers)
             try:
                 publisher: Publisher | FramesOnly = (
                     Publisher(built.encoder, outputs.sinks, frame_sinks=outputs.frame_sinks) if outputs.sinks or outputs.frame_sinks else FramesOnly()

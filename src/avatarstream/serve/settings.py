@@ -11,6 +11,7 @@ from typing import Any
 from avatarstream.errors import InputError
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.registry import options_class
+from avatarstream.publish.ice import check_ice_servers
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class ServeSettings:
     work_dir: Path | None = None
     processes: int = 1  # torchrun processes that run each session together (--nproc)
     compile: bool = False  # every pipeline's DiT blocks compiled (--compile)
+    ice_servers: tuple[str, ...] = ()  # the sessions' WebRTC STUN/TURN servers (none: host candidates only; publish/ice.py)
 
     def __post_init__(self) -> None:
         if self.token is not None and len(self.token) < 8:
@@ -59,6 +61,7 @@ class ServeSettings:
                 f"--host {self.host} is reachable from other machines; give --token T (or set AVATARSTREAM_TOKEN) "
                 "so that only clients with the token can use the server"
             )
+        check_ice_servers(self.ice_servers)
         if not 0 <= self.port <= 65535:
             raise InputError(f"--port must be in 0..65535, got {self.port}")
         if self.threads is not None and self.threads < 1:

@@ -8,15 +8,17 @@ projection heads that inference ignores, weight norm stored as
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
+from huggingface_hub.errors import StrictDataclassError
 from transformers import Wav2Vec2Config, Wav2Vec2Model
 
 from avatarstream.errors import InputError
 from avatarstream.models.infinitetalk.audio_features import resample_to_video_rate
+from avatarstream.weights.config_values import MAX_HEADS, MAX_LAYERS, ConfigValues, read_json_object
 from avatarstream.weights.files import StateDict, read_pth, read_safetensors
+from avatarstream.weights.memory_check import meta_bytes, require_fits
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
 from avatarstream.weights.sandbox import inside
 
@@ -25,22 +27,28 @@ WEIGHT_NORM = {"weight_g": "parametrizations.weight.original0", "weight_v": "par
 
 
 def wav2vec2_config(folder: Path) -> Wav2Vec2Config:
-    """The folder's ``config.json``, parsed here (never through ``from_pretrained``, which could be asked to run code)."""
+    """The folder's ``config.json``, parsed here (never through ``from_pretrained``, which could be asked to run code),
+    its sizes checked for type and range before transformers sees them."""
     path = inside(folder, folder / "config.json")
     expected = f"expected a wav2vec2 config ({folder.name})"
-    try:
-        raw = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise InputError(f"cannot read {path}: {exc}; {expected}") from exc
-    if not isinstance(raw, dict):
-        raise InputError(f"{path} holds a JSON {type(raw).__name__}, not an object; {expected}")
+    raw = read_json_object(path, expected)
     model_type = raw.get("model_type")
     if model_type != "wav2vec2":
         raise InputError(f"{path} is a {model_type!r} model; the audio encoder must be wav2vec2 ({folder.name})")
+    values = ConfigValues(raw, path, expected)
+    hidden = values.count("hidden_size", 768)
+    values.divides("hidden_size", hidden, values.count("num_attention_heads", 12, high=MAX_HEADS), "num_attention_heads")
+    values.divides("hidden_size", hidden, values.count("num_conv_pos_embedding_groups", 16, high=MAX_HEADS), "num_conv_pos_embedding_groups")
+    values.count("num_hidden_layers", 12, high=MAX_LAYERS)
+    values.count("intermediate_size", 3072)
+    values.count("num_conv_pos_embeddings", 128, high=4096)
+    layers = len(values.counts("conv_dim", (512,) * 7, length=range(1, 17)))
+    values.counts("conv_kernel", (10, 3, 3, 3, 3, 2, 2), length=range(layers, layers + 1), high=4096)
+    values.counts("conv_stride", (5, 2, 2, 2, 2, 2, 2), length=range(layers, layers + 1), high=4096)
     try:
         return Wav2Vec2Config.from_dict(raw)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"invalid {path}: {exc}; {expected}") from exc
+    except (TypeError, ValueError, StrictDataclassError) as exc:
+        raise InputError(f"invalid {path}: {' '.join(str(exc).split())}; {expected}") from exc
 
 
 def to_model_keys(state: StateDict) -> StateDict:
@@ -74,6 +82,7 @@ def load_wav2vec2(folder: Path, dtype: torch.dtype) -> Wav2Vec2Model:
 def read_wav2vec2(folder: Path, dtype: torch.dtype) -> Wav2Vec2Model:
     """Any wav2vec2 checkpoint folder (pre-training, CTC or bare model) as transformers' ``Wav2Vec2Model``."""
     config = wav2vec2_config(folder)
+    require_fits(meta_bytes(lambda: Wav2Vec2Model(config), torch.finfo(dtype).bits // 8), "an audio encoder", folder / "config.json")
     with empty_weights():
         network = Wav2Vec2Model(config)
     state, path = read_weights(folder)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,10 @@ VAE_SPATIAL_FACTOR = 8
 
 SR_FACTOR = 2
 """Spatial factor the SR model lifts the base latent by."""
+
+#: Upper bounds of a config read from a file (a weights folder is untrusted): generous, but they keep what is built
+#: bounded; the loader then refuses a model larger than the machine's memory.
+MAX_SIZE, MAX_LAYERS, MAX_SAMPLE_RATE, MAX_RATIO = 1 << 17, 1024, 384_000, 64.0
 
 
 @dataclass(frozen=True)
@@ -179,7 +184,24 @@ def _check_heads(name: str, dim: int, heads: int, *, rope: bool) -> None:
         _check(head_dim % 2 == 0 and head_dim >= 6, f"{name}: head dim ({head_dim}) must be even and >= 6 for 3D RoPE")
 
 
+def _check_bounds(cfg: DemoConfig) -> None:
+    """Every count at most its bound, every float finite and at most MAX_RATIO in size (mlp_ratio, rope_theta excepted)."""
+    for part in (cfg, *(getattr(cfg, f.name) for f in dataclasses.fields(cfg) if dataclasses.is_dataclass(getattr(cfg, f.name)))):
+        for f in dataclasses.fields(part):
+            value = getattr(part, f.name)
+            name = f"{type(part).__name__}.{f.name}"
+            if isinstance(value, int):
+                bound = MAX_LAYERS if f.name.endswith("layers") else MAX_SAMPLE_RATE if f.name == "sample_rate" else MAX_SIZE
+                _check(value <= bound, f"{name} ({value}) must be at most {bound}")
+            elif isinstance(value, float):
+                limit = 1e9 if f.name == "rope_theta" else MAX_RATIO
+                _check(math.isfinite(value) and abs(value) <= limit, f"{name} ({value}) must be a finite number of size at most {limit:g}")
+
+
 def _validate(cfg: DemoConfig) -> None:
+    _check_bounds(cfg)
+    _check(cfg.dit.patch_size >= 1 and cfg.sr.patch_size >= 1, "dit.patch_size and sr.patch_size must be >= 1")
+    _check(cfg.vae.groups >= 1, f"vae.groups ({cfg.vae.groups}) must be >= 1")
     _check(cfg.fps > 0 and cfg.sample_rate > 0, "fps and sample_rate must be positive")
     _check(cfg.sample_rate % cfg.fps == 0, f"sample_rate ({cfg.sample_rate}) must be a multiple of fps ({cfg.fps})")
     _check(cfg.image_size == SR_FACTOR * cfg.base_size, f"image_size ({cfg.image_size}) must be exactly {SR_FACTOR} x base_size ({cfg.base_size})")

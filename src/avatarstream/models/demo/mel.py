@@ -6,6 +6,8 @@ its own n_fft samples, which is what makes chunked audio features exact.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor, nn
 
@@ -24,8 +26,8 @@ def mel_filterbank(sample_rate: int, n_fft: int, n_mels: int, f_min: float = 0.0
     freqs = torch.linspace(0.0, sample_rate / 2, n_fft // 2 + 1, dtype=torch.float64)
     edges = _mel_to_hz(
         torch.linspace(
-            _hz_to_mel(torch.tensor(f_min, dtype=torch.float64)).item(),
-            _hz_to_mel(torch.tensor(f_max, dtype=torch.float64)).item(),
+            2595.0 * math.log10(1.0 + f_min / 700.0),  # _hz_to_mel on Python floats: no tensor, so the table builds on meta too
+            2595.0 * math.log10(1.0 + f_max / 700.0),
             n_mels + 2,
             dtype=torch.float64,
         )

@@ -42,9 +42,16 @@ class PreviewServer(WebRtcSink):
     """
 
     def __init__(
-        self, hls_dir: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keep_serving: bool = False, owns_hls_dir: bool = False
+        self,
+        hls_dir: str | Path,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        *,
+        keep_serving: bool = False,
+        owns_hls_dir: bool = False,
+        ice_servers: tuple[str, ...] = (),
     ) -> None:
-        super().__init__()
+        super().__init__(ice_servers=ice_servers)
         self.keep_serving = keep_serving
         self.owns_hls_dir = owns_hls_dir
         self.hls_dir = Path(hls_dir).resolve()

@@ -25,6 +25,7 @@ from aiortc.sdp import SessionDescription
 
 from avatarstream.errors import PublishError
 from avatarstream.publish.h264 import annexb_from_avcc, parameter_sets
+from avatarstream.publish.ice import rtc_configuration
 from avatarstream.publish.packets import EncodedPacket, StreamInfo
 
 log = logging.getLogger(__name__)
@@ -114,7 +115,8 @@ class SoundTrack(MediaStreamTrack):
 class WebRtcRelay:
     """Runs aiortc on its own event loop thread and fans video packets out to every viewer."""
 
-    def __init__(self) -> None:
+    def __init__(self, ice_servers: tuple[str, ...] = ()) -> None:
+        self._configuration = rtc_configuration(ice_servers)  # none named: host candidates only (ice.py)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="preview-webrtc", daemon=True)
         self._thread.start()
@@ -177,7 +179,7 @@ class WebRtcRelay:
             track.offer(data, pts, time_base, keyframe)
 
     async def _answer(self, offer: RTCSessionDescription) -> RTCSessionDescription:
-        pc = RTCPeerConnection()
+        pc = RTCPeerConnection(self._configuration)
         clock = MediaClock()
         track = PassthroughTrack(clock)
         sound = SoundTrack(clock) if _offers(offer.sdp, "audio") else None

@@ -13,8 +13,8 @@ class WebRtcSink(Sink):
     lossless = False
     reconnect = False
 
-    def __init__(self, name: str = "webrtc") -> None:
-        self.relay = WebRtcRelay()
+    def __init__(self, name: str = "webrtc", ice_servers: tuple[str, ...] = ()) -> None:
+        self.relay = WebRtcRelay(ice_servers)
         self.name = name
         self._forwarded = 0
 
