@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -43,6 +45,26 @@ def test_cfg_shares_predictions_and_decode_overlaps_finals() -> None:
     decode = predict(WORK, ParallelLayout(cfg=3, decode=True), None, FAST)
     assert decode.chunk_s == pytest.approx(max(0.2 + 0.8 / 3, 0.3 + 2 * 1e-5 + 3e7 / 1e11), abs=1e-5)
     assert decode.ttff_s > decode.chunk_s  # the first chunk waits for its own finals
+
+
+def test_steps_pipeline_runs_one_step_per_rank() -> None:
+    """steps=4: each rank runs the unsplit chunk stages and a quarter of the DiT; the slowest rank sets the pace."""
+    work = dataclasses.replace(WORK, predictions=1, split_steps=4, latent_bytes=4e5)
+    hand = 1e-5 + 4e5 / 1e11
+    finals = 0.3 + 1e-5 + 3e7 / 1e11
+    decode = predict(work, ParallelLayout(steps=4, decode=True), None, FAST)
+    assert decode.chunk_s == pytest.approx(max(0.2 + 0.8 / 4 + 2 * hand, finals), abs=1e-5)  # the decode rank is the slowest here
+    alone = predict(work, ParallelLayout(steps=4), None, FAST)
+    assert alone.chunk_s == pytest.approx(0.2 + 0.8 / 4 + hand + finals, abs=1e-5)  # the last step's rank decodes too
+    one = WORK.chunk_s + WORK.final_s
+    assert one / alone.chunk_s > 1 and decode.fps > alone.fps
+    assert decode.ttff_s == pytest.approx(0.5 + 1.0 + 3 * hand + finals, abs=1e-4)  # the first block through every step in turn
+    assert decode.gpus == 5 and alone.gpus == 4
+    with pytest.raises(AssertionError):
+        predict(WORK, ParallelLayout(steps=4), None, FAST)  # a model whose steps cannot split
+    assert {layout.text() for layout in layouts(5, heads=40, predictions=1, split_steps=4)} >= {"steps=4,decode"}
+    assert "steps=4" in {layout.text() for layout in layouts(4, heads=40, predictions=1, split_steps=4)}
+    assert not any(layout.steps > 1 for layout in layouts(4, heads=40, predictions=1))
 
 
 def test_layouts_follow_heads_and_predictions() -> None:

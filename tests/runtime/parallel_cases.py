@@ -1,15 +1,20 @@
 """What the parallel tests run, in one process (the reference) and under torchrun (``parallel_worker.py``).
 
-Two families at test size: demo-tiny with more blocks and four heads (so sp=4
-splits its heads), and the tiny InfiniteTalk checkpoint with text and audio
-guidance on (three predictions per step, for cfg). Each case gives one forward
-of its DiT (a step's guided velocity for InfiniteTalk, through the module's
-``predictions`` like the stage) and a short render.
+Three families at test size: demo-tiny with more blocks and four heads (so sp=4
+splits its heads), the tiny InfiniteTalk checkpoint with text and audio
+guidance on (three predictions per step, for cfg), and the tiny LiveAvatar
+checkpoint (4 steps, for steps=4) with one block per cache, so the sink is
+refreshed from the first generated latents after the first block. Each case
+gives one forward of its DiT (a step's guided velocity for InfiniteTalk,
+through the module's ``predictions`` like the stage; none for LiveAvatar,
+whose forward needs its caches) and a short render.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,11 +29,24 @@ from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT
 from avatarstream.models.infinitetalk.predict import ChunkConditions, DiTPredictor
 from avatarstream.models.infinitetalk.sampler import Guidance
 from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.runtime.launch import torchrun_command
 from avatarstream.sources.pcm import PcmBlock
 
 SECONDS = 1.5
 IT_OPTIONS = {"preset": "flashtalk", "size": (64, 48), "steps": 2, "text_guidance": 5.0, "audio_guidance": 4.0}
 IT_GUIDANCE = Guidance(5.0, 4.0)
+LA_OPTIONS = {"size": (64, 64), "cache_blocks": 1, "audio_window_s": 1.0, "audio_lookahead": 4}
+HERE = Path(__file__).parent
+
+
+def launch(nproc: int, out: Path, weights: Path, cases: list[str]) -> None:
+    """``parallel_worker.py`` under torchrun with ``nproc`` gloo processes, one thread each."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
+    env["OMP_NUM_THREADS"] = "1"
+    command = torchrun_command(nproc, [str(out), str(weights), *cases], module="parallel_worker")
+    done = subprocess.run(command, env=env, check=False, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
 def demo_family() -> DemoFamily:
@@ -38,21 +56,25 @@ def demo_family() -> DemoFamily:
 
 
 def family(name: str, weights: Path | None) -> Family:
-    """``demo`` or ``infinitetalk``; a ``-sharded`` suffix (see ``pipeline``) loads the same family."""
-    return demo_family() if name.startswith("demo") else load_family("infinitetalk", weights)
+    """``demo``, ``infinitetalk`` or ``liveavatar``; a ``-sharded`` suffix (see ``pipeline``) loads the same family."""
+    if name.startswith("demo"):
+        return demo_family()
+    return load_family("liveavatar" if name.startswith("liveavatar") else "infinitetalk", weights)
 
 
 def pipeline(fam: Family, name: str = "") -> Pipeline:
     """The case's pipeline; ``NAME-sharded`` puts the split DiT under FSDP2 too (sharded over each sequence-parallel group)."""
-    options = {"chunk_frames": 6, "interp_frames": 2} if fam.name == "demo" else IT_OPTIONS
+    options = {"demo": {"chunk_frames": 6, "interp_frames": 2}, "liveavatar": LA_OPTIONS}.get(fam.name, IT_OPTIONS)
     dit = "a2v_dit" if fam.name == "demo" else "dit"
     built = fam.build(torch.device("cpu"), options, residency={dit: "sharded"} if name.endswith("-sharded") else None)
     built.prepare()
     return built
 
 
-def forward(fam: Family) -> torch.Tensor:
-    """One forward of the family's DiT on fixed inputs (InfiniteTalk: the guided velocity of one step)."""
+def forward(fam: Family) -> torch.Tensor | None:
+    """One forward of the family's DiT on fixed inputs (InfiniteTalk: the guided velocity of one step; LiveAvatar: none)."""
+    if fam.name == "liveavatar":
+        return None
     g = torch.Generator().manual_seed(5)
     with torch.inference_mode():
         if isinstance(fam, DemoFamily):

@@ -1,7 +1,7 @@
 """Run by test_parallel.py under torchrun (gloo): each layout's forward on every rank and rank 0's render, to files.
 
 Usage: PYTHONPATH=tests/runtime torchrun --standalone --nproc-per-node N -m -- parallel_worker OUT_DIR WEIGHTS CASE...
-where CASE is FAMILY:LAYOUT (demo:sp=2, infinitetalk:sp=2+cfg=2; '+' stands for ',').
+where CASE is FAMILY:LAYOUT (demo:sp=2, infinitetalk:sp=2+cfg=2, liveavatar:steps=4+decode; '+' stands for ',').
 One process group serves every case; each case makes the groups of its layout.
 """
 
@@ -17,12 +17,13 @@ from parallel_cases import counting_predictions, family, forward, pipeline, rend
 from safetensors.torch import save_file
 
 from avatarstream.models.infinitetalk.predict import DiTPredictor
+from avatarstream.models.liveavatar.dit import S2VDiT
 from avatarstream.pipeline import pipeline as pipeline_module
 from avatarstream.runtime.launch import finish, init_rank
-from avatarstream.runtime.parallel import groups
+from avatarstream.runtime.parallel import groups, stage_pipe
 from avatarstream.runtime.parallel.layout import parse_parallel
 
-COUNTS = {"all_to_all": 0, "all_gather": 0, "decoded": 0, "predictions": 0}
+COUNTS = {"all_to_all": 0, "all_gather": 0, "decoded": 0, "predictions": 0, "dit_forwards": 0}
 
 
 def _counted(real, name: str):  # type: ignore[no-untyped-def]
@@ -50,6 +51,8 @@ def main(out: Path, weights: Path, cases: list[str]) -> None:
     dist.all_to_all_single = _counted(dist.all_to_all_single, "all_to_all")  # the test checks the split really ran
     dist.all_gather = _guidance_gathers(dist.all_gather)  # the guidance split gathered each step's predictions
     pipeline_module.send_decoded = _counted(pipeline_module.send_decoded, "decoded")  # and that the decode rank decoded
+    stage_pipe.send_decoded = _counted(stage_pipe.send_decoded, "decoded")  # (or, under steps=N, the last step's rank)
+    S2VDiT.forward = _counted(S2VDiT.forward, "dit_forwards")  # type: ignore[method-assign]  # the steps each rank ran
     DiTPredictor._forward = counting_predictions(COUNTS)  # type: ignore[method-assign]  # what each rank computed
     first_layout = cases[0].split(":")[1].replace("+", ",")
     info, _ = init_rank(torch.device("cpu"), first_layout)
@@ -63,8 +66,9 @@ def main(out: Path, weights: Path, cases: list[str]) -> None:
         fam = family(name, weights)
         built = pipeline(fam, name)
         before = dict(COUNTS)
-        if role != "decode":
-            save_file({"forward": forward(fam).contiguous()}, str(out / f"{case}.rank{info.rank}.safetensors"))
+        made = forward(fam) if role != "decode" else None
+        if made is not None:
+            save_file({"forward": made.contiguous()}, str(out / f"{case}.rank{info.rank}.safetensors"))
         if role == "lead":
             np.save(out / f"{case}.frames.npy", render(fam, built))
             groups.current().control.shutdown()  # type: ignore[union-attr]

@@ -53,7 +53,9 @@ def test_relaunch_runs_torchrun_only_when_needed(monkeypatch: pytest.MonkeyPatch
     [
         (1, "sp=2", r"--parallel sp=2 needs 2 processes \(sp 2 x cfg 1\), but --nproc is 1; make them agree \(e.g. --nproc 2\)"),
         (4, "sp=2,cfg=2,decode", r"needs 5 processes \(sp 2 x cfg 2 \+ 1 decode rank\), but --nproc is 4"),
-        (2, "tp=2", r"unknown part 'tp=2'; use sp=S, cfg=C and decode"),
+        (2, "tp=2", r"unknown part 'tp=2'; use sp=S, cfg=C, steps=N and decode"),
+        (4, "steps=4,decode", r"needs 5 processes \(steps 4 \+ 1 decode rank\), but --nproc is 4"),
+        (4, "steps=2,sp=2", r"steps=N does not combine with sp or cfg yet"),
         (2, "sp=two", r"sp must be a whole number, got 'two'"),
         (2, "sp=0,cfg=2", r"sp must be 1 or more, got 0"),
     ],

@@ -10,35 +10,23 @@ the references are computed here, in one process, from the same seeds.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from parallel_cases import counting_predictions, family, forward, pipeline, render
+from parallel_cases import counting_predictions, family, forward, launch, pipeline, render
 from safetensors.torch import load_file
 
 from avatarstream.families.infinitetalk.layout import WeightsLayout
 from avatarstream.models.infinitetalk.predict import DiTPredictor
-from avatarstream.runtime.launch import torchrun_command
 from avatarstream.runtime.parallel.layout import parse_parallel
 
-HERE = Path(__file__).parent
 CFG_MIN_PSNR_DB = 80  # measured 88-91 dB for the cfg layouts below (README, docs/parallel.md)
 CASES = {
     2: ["demo:sp=2", "demo:decode", "infinitetalk:sp=2", "infinitetalk:cfg=2", "infinitetalk:decode"],
     4: ["demo:sp=4", "infinitetalk:sp=4", "infinitetalk:sp=2+cfg=2", "infinitetalk-sharded:sp=2+cfg=2", "infinitetalk:cfg=3+decode"],
 }
-
-
-def launch(nproc: int, out: Path, weights: Path, cases: list[str]) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
-    command = torchrun_command(nproc, [str(out), str(weights), *cases], module="parallel_worker")
-    done = subprocess.run(command, env=env, check=False, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +49,9 @@ def references(runs: tuple[Path, Path]) -> dict[str, tuple[torch.Tensor, np.ndar
             patch.setattr(DiTPredictor, "_forward", counting_predictions(counts))
             fam = family(name, runs[1])
             built = pipeline(fam)
-            found[name] = (forward(fam), render(fam, built), counts["predictions"])
+            expected = forward(fam)
+            assert expected is not None
+            found[name] = (expected, render(fam, built), counts["predictions"])
     return found
 
 

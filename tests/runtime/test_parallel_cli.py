@@ -69,11 +69,18 @@ def test_a_failing_rank_stops_every_rank_and_the_file_plays(speech: Path, tmp_pa
     assert 0 < len(video.frames) < round(SECONDS * 25)
 
 
-def test_a_layout_the_model_cannot_split_is_one_clear_error(speech: Path, tmp_path: Path) -> None:
-    done = render(speech, tmp_path / "out.mp4", "--nproc", "2", "--parallel", "cfg=2")
+@pytest.mark.parametrize(
+    ("layout", "message"),
+    [
+        ("cfg=2", "error: --parallel cfg=2: this model makes one prediction per step (no guidance), so there is nothing to split; use sp"),
+        ("steps=2", "error: --parallel steps=2: this model's denoising steps share their state, so they cannot run on ranks of their own; use sp or cfg"),
+    ],
+)
+def test_a_layout_the_model_cannot_split_is_one_clear_error(speech: Path, tmp_path: Path, layout: str, message: str) -> None:
+    done = render(speech, tmp_path / "out.mp4", "--nproc", "2", "--parallel", layout)
     assert done.returncode == 2
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert errors == ["error: --parallel cfg=2: this model makes one prediction per step (no guidance), so there is nothing to split; use sp"]
+    assert errors == [message]
     assert "Traceback" not in done.stderr and not (tmp_path / "out.mp4").exists()
 
 

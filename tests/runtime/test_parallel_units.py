@@ -18,11 +18,17 @@ from avatarstream.runtime.parallel.ulysses import check_heads, frame_counts
     ("cfg=3, decode", 4, ParallelLayout(1, 3, True)),
     ("decode", 2, ParallelLayout(1, 1, True)),
     (None, 8, ParallelLayout()),
+    ("steps=4", 4, ParallelLayout(steps=4)),
+    ("steps=4,decode", 5, ParallelLayout(decode=True, steps=4)),
 ])  # fmt: skip
 def test_layouts(text: str | None, nproc: int, layout: ParallelLayout) -> None:
     parsed = parse_parallel(text, nproc)
     assert parsed == layout
-    assert parsed.decode_rank == (layout.sp * layout.cfg if layout.decode else None)
+    assert parsed.decode_rank == (layout.sp * layout.cfg * layout.steps if layout.decode else None)
+    assert parsed.last_step_rank == layout.steps - 1  # rank 0 holds the final latents unless the steps are split
+    assert parsed.finishing_rank == (parsed.decode_rank if layout.decode else layout.steps - 1)
+    if text is not None:
+        assert parse_parallel(parsed.text(), nproc) == parsed  # what the report names parses back to the layout
 
 
 def test_frames_split_contiguously_and_evenly() -> None:

@@ -65,15 +65,15 @@ class BlockCounter:
 
 
 def _split_module(family: Family) -> Module:
-    found = [m for m in family.modules.values() if m.sequence_parallel is not None]
+    found = [m for m in family.modules.values() if m.sequence_parallel is not None or m.step_split]
     if not found:
-        raise ValueError(f"the {family.name} family has no network that splits its sequence")
+        raise ValueError(f"the {family.name} family has no network that splits its sequence or its steps")
     return found[0]
 
 
 def _heads(network: nn.Module) -> int:
     """The attention heads of the network's first attention that has any."""
-    return next(heads for m in network.modules() if isinstance(heads := getattr(m, "heads", None), int))
+    return next(heads for m in network.modules() if isinstance(heads := getattr(m, "heads", getattr(m, "num_heads", None)), int))
 
 
 @contextmanager
@@ -173,6 +173,8 @@ def _measure(ctx: BenchContext, family: Family, module: Module, counter: BlockCo
         value_bytes=counter.value_bytes,
         stretch_bytes=one["frames"] / executed * width * height * 3,
         heads=_heads(module.network),
+        split_steps=int(family.settings.get("steps", 0)) if module.step_split else 0,  # type: ignore[call-overload]
+        latent_bytes=counter.output_values / max(counter.forwards, 1) * counter.value_bytes,  # one forward's output: a block's latents
     )
     available = torch.cuda.device_count() if ctx.device.type == "cuda" else CPU_PROCESSES
     message = int(work.block_values / max(work.block_calls, 1) * work.value_bytes / 2)  # one q/k/v all-to-all at sp=2
@@ -187,7 +189,7 @@ def _measure(ctx: BenchContext, family: Family, module: Module, counter: BlockCo
         raw_links = {"assumed": {name: link.__dict__ for name, link in assumed.items()}}
     measured = []
     for count in range(2, available + 1):
-        for layout in layouts(count, work.heads, work.predictions):
+        for layout in layouts(count, work.heads, work.predictions, work.split_steps):
             run = _render(options, audio, ctx.out_dir, layout.text().replace(",", "-"), count, layout.text())
             row = {"layout": layout.text(), "gpus": count, **({"error": run["error"]} if "error" in run else _figures(run))}
             match = next((p for p in predicted if p["layout"] == layout.text() and p["gpus"] == count), None)

@@ -13,6 +13,12 @@ the collectives at each group size. The model:
   proportional to predictions) plus one all-gather of the predictions;
 - **decode** takes the final stages off the generating ranks: a chunk then
   costs max(generate, finals + hand-over) instead of their sum;
+- **steps=N** (families whose steps keep their own caches) runs one of a
+  block's N steps per rank, as a pipeline: each rank costs the unsplit chunk
+  stages, 1/N of the DiT and a block's latents in and out; the slowest rank
+  sets the pace (the last step's also runs the final stages without a decode
+  rank). Time to first frame gains nothing: the first block still passes
+  through every step, one rank after another;
 - the other chunk stages (audio features, noise) run on every rank, unsplit;
 - time to first frame = init + first chunk + its finals (nothing to overlap yet).
 
@@ -47,6 +53,8 @@ class ChunkWork:
     value_bytes: int  # bytes per value of the blocks' activations
     stretch_bytes: float  # latents to the decode rank and frames back, per chunk
     heads: int  # attention heads of the split DiT
+    split_steps: int = 0  # denoising steps per block when they can run on ranks of their own (steps=N), else 0
+    latent_bytes: float = 0.0  # one chunk's latents: what a step's rank hands the next
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,8 @@ class Prediction:
 def predict(work: ChunkWork, layout: ParallelLayout, all_to_all: Link | None, point_to_point: Link | None, all_gather: Link | None = None) -> Prediction:
     """The layout's steady-state fps and time to first frame; ``all_to_all`` and ``all_gather`` at the layout's sp size,
     ``point_to_point`` for the decode rank."""
+    if layout.steps > 1:
+        return _predict_steps(work, layout, point_to_point)
     sp, cfg = layout.sp, layout.cfg
     share = math.ceil(work.predictions / cfg) / work.predictions  # of the DiT's work this rank still does
     dit = work.dit_s * share / sp
@@ -95,11 +105,29 @@ def predict(work: ChunkWork, layout: ParallelLayout, all_to_all: Link | None, po
     return Prediction(layout.text(), layout.processes, round(work.frames_per_chunk / chunk, 3), round(first, 4), round(chunk, 5), round(comm, 5))
 
 
-def layouts(gpus: int, heads: int, predictions: int) -> list[ParallelLayout]:
-    """Every layout of ``gpus`` processes this model can run (sp divides the heads, cfg at most the predictions)."""
+def _predict_steps(work: ChunkWork, layout: ParallelLayout, link: Link | None) -> Prediction:
+    """``steps=N``: a pipeline of N step ranks (and a decode rank); the slowest rank's time per chunk sets the pace."""
+    assert link is not None, "a steps layout needs the point-to-point cost"
+    assert work.split_steps == layout.steps, f"steps={layout.steps} runs one step per rank; this model makes {work.split_steps} (0: its steps cannot split)"
+    hand = link.seconds(work.latent_bytes)  # one block's latents from one step's rank to the next
+    finals = work.final_s + link.seconds(work.stretch_bytes)  # and the frames to the lead (latents to a decode rank too)
+    step = work.chunk_s - work.dit_s + work.dit_s / layout.steps  # the unsplit chunk stages and one step of the DiT
+    if layout.decode:
+        chunk, comm = max((step + 2 * hand, 2 * hand), (finals, finals - work.final_s))
+    else:
+        chunk, comm = step + hand + max(hand, finals), hand + max(hand, finals - work.final_s)
+    first = work.init_s + work.chunk_s + (layout.steps - 1) * hand + finals
+    return Prediction(layout.text(), layout.processes, round(work.frames_per_chunk / chunk, 3), round(first, 4), round(chunk, 5), round(comm, 5))
+
+
+def layouts(gpus: int, heads: int, predictions: int, split_steps: int = 0) -> list[ParallelLayout]:
+    """Every layout of ``gpus`` processes this model can run (sp divides the heads, cfg at most the predictions, steps=N
+    when the model's N steps can split)."""
     found = []
     for decode in (False, True):
         generating = gpus - int(decode)
+        if split_steps > 1 and generating == split_steps:
+            found.append(ParallelLayout(decode=decode, steps=split_steps))
         for sp in range(1, generating + 1):
             cfg, rest = divmod(generating, sp)
             if rest or heads % sp or (cfg > 1 and cfg > predictions):
@@ -117,8 +145,8 @@ def table(
     group's link (per-rank all-to-all bandwidth is about flat on one NVLink node) and is marked ``extrapolated``."""
     rows: list[dict[str, object]] = []
     for count in gpus:
-        for layout in layouts(count, work.heads, work.predictions):
-            if (layout.sp > 1 and not all_to_all) or (layout.decode and point_to_point is None):
+        for layout in layouts(count, work.heads, work.predictions, work.split_steps):
+            if (layout.sp > 1 and not all_to_all) or ((layout.decode or layout.steps > 1) and point_to_point is None):
                 continue
             measured = layout.sp in all_to_all or layout.sp == 1
             link = all_to_all.get(layout.sp) or (all_to_all[max(all_to_all)] if all_to_all else None)

@@ -30,9 +30,10 @@ def add_compile_argument(p: argparse.ArgumentParser) -> None:
 PARALLEL_HELP = (
     "how the --nproc processes split one session: sp=S splits each DiT forward's tokens (Ulysses), cfg=C its guidance "
     "predictions, decode adds a rank that decodes chunk k while chunk k+1 generates; S x C (+1 with decode) = --nproc "
-    "(e.g. --nproc 4 --parallel sp=2,cfg=2). Default: every process computes everything (what FSDP2 sharding alone needs)"
+    "(e.g. --nproc 4 --parallel sp=2,cfg=2). steps=N runs one denoising step of every block per rank, as a pipeline "
+    "(liveavatar: --nproc 5 --parallel steps=4,decode). Default: every process computes everything (what FSDP2 sharding alone needs)"
 )
 
 
 def add_parallel_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--parallel", metavar="sp=S,cfg=C[,decode]", help=PARALLEL_HELP)
+    p.add_argument("--parallel", metavar="sp=S,cfg=C[,decode] | steps=N[,decode]", help=PARALLEL_HELP)

@@ -10,9 +10,10 @@ source that never makes the loop wait.
 Several processes can run one session (``--parallel``): rank 0 calls
 ``stream`` and the others ``follow``. Rank 0 hands each run's inputs and audio
 to the others host-side and opens each chunk for them; the generating ranks
-run the chunk stages together (their collectives split each forward), and a
-decode rank, when there is one, runs the final stages of the stretches rank 0
-sends it while the next chunk generates.
+run the chunk stages together (their collectives split each forward, or,
+under ``steps=N``, each runs its step of every block), and a decode rank, when
+there is one, runs the final stages of the stretches rank 0 (or the last
+step's rank) sends it while the next chunk generates.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from avatarstream.runtime.compiled import DEFAULT_BACKEND
 from avatarstream.runtime.cpu_threads import check_spinning
 from avatarstream.runtime.overlap import FinalizeWorker, StreamWorker
 from avatarstream.runtime.parallel.guard import DecodeGate, FollowGate, LeadGate, follower_gate, stops_every_rank
-from avatarstream.runtime.parallel.stage_pipe import Decoded, RemoteFinalizer, Stretch, receive_stretches, send_decoded
+from avatarstream.runtime.parallel.stage_pipe import Decoded, FinalLatentsHandOn, RemoteFinalizer, Stretch, receive_stretches, send_decoded
 from avatarstream.runtime.residency import Runtime
 from avatarstream.sources.audio_timeline import AudioTimeline, SampleTrack
 from avatarstream.sources.pcm import PcmBlock
@@ -269,18 +270,28 @@ class _Run:
         for stage, upcoming in with_next(self.p._by_phase["init"], after):
             self._run_stage(stage, self.session.values, upcoming)
 
-    def _finalizer(self) -> FinalizeWorker[_Done] | RemoteFinalizer | None:
-        """Where final stages run: on the decode rank, on a worker thread (overlap), or inline (None)."""
+    def _finalizer(self) -> _Finalizer | None:
+        """Where final stages run: on the decode rank, on a worker thread (overlap), or inline (None); under ``steps=N`` where
+        the last step's rank hands its final latents (the lead collects the frames)."""
         groups = self.p.runtime.parallel
-        if isinstance(self.gate, LeadGate) and groups.layout.decode_rank is not None:
+        layout = groups.layout
+        if layout.steps > 1 and (isinstance(self.gate, LeadGate) or groups.holds_final_latents):
+            assert groups.control is not None and groups.from_decoder is not None, "a steps layout has its groups"
+            if groups.holds_final_latents:
+                return FinalLatentsHandOn(groups.to_decoder, groups.from_decoder, layout.finishing_rank, self.p.device)
+            assert isinstance(self.gate, LeadGate)
+            in_flight = layout.steps + 2  # a block's frames come back once every step (and the decode) is done: the lead runs ahead
+            return RemoteFinalizer(groups.control, self.gate.run, None, groups.from_decoder, layout.finishing_rank, self.p.runtime.ops, in_flight,
+                                   announce=layout.decode)  # fmt: skip
+        if isinstance(self.gate, LeadGate) and layout.decode_rank is not None:
             assert groups.control is not None and groups.to_decoder is not None and groups.from_decoder is not None, "a decode rank has its groups"
-            return RemoteFinalizer(groups.control, self.gate.run, groups.to_decoder, groups.from_decoder, groups.layout.decode_rank, self.p.runtime.ops)
+            return RemoteFinalizer(groups.control, self.gate.run, groups.to_decoder, groups.from_decoder, layout.decode_rank, self.p.runtime.ops)
         return FinalizeWorker(self.p.runtime.ops) if self.p.overlap and (self.gate is None or isinstance(self.gate, LeadGate)) else None
 
     @property
     def _finishes(self) -> bool:
         """Whether this rank runs the final stages (rank 0 always, by itself or through the decode rank)."""
-        return self.gate is None or isinstance(self.gate, LeadGate) or self.p.followers_finish
+        return self.gate is None or isinstance(self.gate, LeadGate) or self.p.followers_finish or self.p.runtime.parallel.holds_final_latents
 
     def serve_finals(self, reference_image: Any, prompt: str) -> None:
         """The decode rank's run: the init stages (final stages read their values), then every stretch rank 0 sends."""
@@ -289,14 +300,19 @@ class _Run:
         assert isinstance(self.gate, DecodeGate), "the decode rank's run has its gate"
         stages = self.p._by_phase["final"]
         self._run_init(reference_image, prompt, stages[0])
-        for stretch in receive_stretches(groups.control, self.gate.run, groups.to_decoder, self.p.device):
+        source = groups.layout.last_step_rank  # whoever holds the final latents: rank 0, or the last step's under steps=N
+        for stretch in receive_stretches(groups.control, self.gate.run, groups.to_decoder, self.p.device, source):
             step: dict[str, Any] = {"latents": stretch.latents, "frames_range": stretch.frames_range}
-            seconds = []
-            for stage, upcoming in with_next(stages, stages[0]):
-                start = self.now()
-                self._run_stage(stage, step, upcoming, frames=stretch.frames_range)
-                seconds.append(self.now() - start)
-            send_decoded(Decoded(self.p.runtime.ops.to_host(step["frames"]), seconds), groups.from_decoder, self.p.device)
+            send_decoded(self.run_finals(step, stages[0], None, stretch.frames_range), groups.from_decoder, self.p.device)
+
+    def run_finals(self, step: dict[str, Any], after: Stage, chunk: Chunk | None, frames: tuple[int, int]) -> Decoded:
+        """The final stages on ``step`` here, their frames on the host with each stage's seconds (to publish elsewhere)."""
+        seconds = []
+        for stage, upcoming in with_next(self.p._by_phase["final"], after):
+            start = self.now()
+            self._run_stage(stage, step, upcoming, chunk=chunk, frames=frames)
+            seconds.append(self.now() - start)
+        return Decoded(self.p.runtime.ops.to_host(step["frames"]), seconds)
 
     def _restore(self, state: Resumable) -> None:
         """Put a saved run's values, latents, stage caches and audio in place of the init stages' work."""
@@ -346,7 +362,7 @@ class _Run:
         self._final_bytes = parts.nbytes
         return parts
 
-    def _chunk_loop(self, worker: FinalizeWorker[_Done] | RemoteFinalizer | None, resume: Resumable | None) -> Iterator[MediaChunk]:
+    def _chunk_loop(self, worker: _Finalizer | None, resume: Resumable | None) -> Iterator[MediaChunk]:
         plan = self.p.plan
         chunk = plan.first() if resume is None else plan.chunk(resume.next_chunk)
         next_publish = 0 if resume is None else resume.next_publish
@@ -400,7 +416,7 @@ class _Run:
             if ahead is not None:
                 ahead.shutdown()
 
-    def _reads_ahead(self, worker: FinalizeWorker[_Done] | RemoteFinalizer | None) -> bool:
+    def _reads_ahead(self, worker: _Finalizer | None) -> bool:
         return worker is not None and self.p.read_ahead and bool(self.p._independent)
 
     def _prepare(self, chunk: Chunk) -> dict[str, Any]:
@@ -512,6 +528,9 @@ class _Done:
     final: StageParts
 
 
+#: Where a run's final stages go: a local worker, the lead's side of a decode rank (or of the last step's), the last step's side.
+_Finalizer = FinalizeWorker[_Done] | RemoteFinalizer | FinalLatentsHandOn
+
 #: The decode rank's final stages keep their caches there: a run split over processes is not resumed (``stream`` refuses it).
 _ELSEWHERE = StageParts({}, 0)
 
@@ -541,6 +560,10 @@ class _Finish:
     @property
     def stretch(self) -> Stretch:
         return Stretch(self.step["latents"], (self.piece.start, self.piece.end), self.chunk.key)
+
+    def decoded(self) -> Decoded:
+        """The final stages run here for another rank to publish (the last step's rank under ``steps=N``, no decode rank)."""
+        return self.run.run_finals(self.step, self.after, self.chunk, (self.piece.start, self.piece.end))
 
     def complete(self, decoded: Decoded) -> _Done:
         """The frames the decode rank made, with the spans of its stages (ending now, on this rank's clock)."""

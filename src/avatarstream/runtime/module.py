@@ -16,6 +16,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from avatarstream.errors import InputError, PipelineGraphError
+from avatarstream.runtime.parallel.steps import AllSteps, StepSplit, all_steps
 
 N = TypeVar("N", bound=torch.nn.Module)
 
@@ -34,9 +35,12 @@ class Module:
     """A named ``torch.nn.Module`` with its weights and size.
 
     A family may say how the network splits across processes: ``sequence_parallel``
-    (its tokens, over a sequence-parallel group) and ``guided`` (its stage makes
-    several predictions per step, which a guidance group can share). The runtime
-    applies them; a stage asks ``predictions`` for a step's predictions.
+    (its tokens, over a sequence-parallel group), ``guided`` (its stage makes
+    several predictions per step, which a guidance group can share) and
+    ``step_split`` (its stage runs each denoising step against state of that
+    step alone, so ranks can run one step each). The runtime applies them; a
+    stage asks ``predictions`` for a step's predictions and runs a block's steps
+    through ``steps``.
     """
 
     def __init__(self, name: str, network: torch.nn.Module) -> None:
@@ -44,7 +48,9 @@ class Module:
         self.network = network.eval().requires_grad_(False)
         self.sequence_parallel: SequenceParallel | None = None
         self.guided = False
+        self.step_split = False
         self.predictions: Predictions = all_here
+        self.steps: AllSteps | StepSplit = all_steps
 
     @classmethod
     def build(cls, name: str, factory: Callable[[], torch.nn.Module], weights: Path | None = None, seed: int = 0) -> Module:
@@ -61,6 +67,11 @@ class Module:
         """Say how the network splits across processes (the family calls it; the runtime applies it); returns the module."""
         self.sequence_parallel = sequence_parallel
         self.guided = guided
+        return self
+
+    def split_by_steps(self) -> Module:
+        """Say the stage's denoising steps can run on different ranks (``--parallel steps=N``); returns the module."""
+        self.step_split = True
         return self
 
     def network_as(self, kind: type[N]) -> N:

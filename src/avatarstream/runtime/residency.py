@@ -32,6 +32,7 @@ from avatarstream.runtime.device_ops import device_ops
 from avatarstream.runtime.module import Module, all_here
 from avatarstream.runtime.parallel import groups as parallel_groups
 from avatarstream.runtime.parallel.guidance import GuidanceSplit
+from avatarstream.runtime.parallel.steps import StepSplit, all_steps
 from avatarstream.runtime.policies import DEFAULT_KEY, PolicySpec
 from avatarstream.runtime.policy import Residency
 from avatarstream.runtime.sharding import is_sharded
@@ -98,13 +99,18 @@ class Runtime:
             self.residency(module)
 
     def _split(self, modules: list[Module]) -> None:
-        """Apply the parallel layout: split the sequence-parallel networks, share the guided modules' predictions."""
+        """Apply the parallel layout: split the sequence-parallel networks, share the guided modules' predictions, spread the steps."""
         groups, layout = self.parallel, self.parallel.layout
         if layout.sp > 1 and not any(m.sequence_parallel for m in modules):
             raise InputError(f"--parallel sp={layout.sp}: this model has no network that splits its sequence; use sp=1")
         if layout.cfg > 1 and not any(m.guided for m in modules):
             raise InputError(f"--parallel cfg={layout.cfg}: this model makes one prediction per step (no guidance), so there is nothing to split; use sp")
+        if layout.steps > 1 and not any(m.step_split for m in modules):
+            raise InputError(
+                f"--parallel steps={layout.steps}: this model's denoising steps share their state, so they cannot run on ranks of their own; use sp or cfg"
+            )
         for module in modules:
+            module.steps = StepSplit(groups.step_group) if groups.step_group is not None and module.step_split else all_steps
             split_for = _split_networks.get(module.network)
             if split_for is not None and split_for is not groups.sp_group:
                 raise InputError(f"module {module.name!r} was split for another parallel layout and a split cannot be undone; load the model again")

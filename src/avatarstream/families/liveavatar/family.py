@@ -94,7 +94,7 @@ class LiveAvatarFamily:
         """The family around loaded (or benchmark-built) networks, each a runtime Module."""
         assert networks.text_encoder is not None
         modules = {
-            "dit": Module("dit", networks.dit),
+            "dit": Module("dit", networks.dit).split_by_steps(),  # each step has its own KV cache: --parallel steps=N
             "vae": Module("vae", networks.vae),
             "audio_encoder": Module("audio_encoder", networks.audio_encoder.network),
             "text_encoder": Module("text_encoder", networks.text_encoder.network),

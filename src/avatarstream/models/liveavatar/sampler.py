@@ -14,6 +14,10 @@ from diffusers import FlowMatchEulerDiscreteScheduler
 
 from avatarstream.models.liveavatar.caches import SinkCache, StepCache
 from avatarstream.models.liveavatar.dit import S2VDiT
+from avatarstream.runtime.parallel.steps import all_steps
+
+#: Runs a block's steps: (input, steps, step) -> output; ``all_steps`` or a rank's share (``StepSplit``).
+StepRunner = Callable[[torch.Tensor, int, Callable[[int, torch.Tensor], torch.Tensor]], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -52,14 +56,19 @@ def denoise_block(
     first_frame: int,
     sink_offsets: Sequence[int],
     on_step: StepHook | None = None,
+    run_steps: StepRunner = all_steps,
 ) -> torch.Tensor:
-    """One block from ``noise`` [B, C, F, h, w] to clean latents; step i uses ``caches[i]`` and ``sink_offsets[i]``."""
-    x = noise
+    """One block from ``noise`` [B, C, F, h, w] to clean latents; step i uses ``caches[i]`` and ``sink_offsets[i]``.
+
+    ``run_steps`` runs the steps: all here, or (``--parallel steps=N``) this rank's one, between the ranks of its neighbours;
+    the result is then this rank's step's output (clean latents on the last step's rank only)."""
     frames = noise.shape[2]
-    for i in range(schedule.steps):
+
+    def step(i: int, x: torch.Tensor) -> torch.Tensor:
         t = schedule.timesteps[i].expand(frames)
         velocity = dit(x, t, context, audio, caches[i], sink, first_frame, sink_offsets[i])
         if on_step is not None:
             on_step(i, x, velocity)
-        x = euler_step(x, velocity, schedule.sigmas[i], schedule.sigmas[i + 1])
-    return x
+        return euler_step(x, velocity, schedule.sigmas[i], schedule.sigmas[i + 1])
+
+    return run_steps(noise, schedule.steps, step)

@@ -1,7 +1,8 @@
 """The process groups of a layout, made once per process after the default group is up.
 
-Generating ranks are numbered ``cfg_index * sp + sp_index``; the decode rank,
-when there is one, is the last. Every rank creates every group (torch
+Generating ranks are numbered ``cfg_index * sp + sp_index`` (or by the
+denoising step they run, under ``steps=N``); the decode rank, when there is
+one, is the last. Every rank creates every group (torch
 requires it) in one fixed order. ``current()`` is what the runtime of each
 pipeline built in this process uses; a process that never joined a group
 gets the one-process layout, in which every split is a no-op.
@@ -28,8 +29,9 @@ class ParallelGroups:
     sp_group: dist.ProcessGroup | None = None  # this rank's sequence-parallel group (sp > 1, generating ranks)
     cfg_group: dist.ProcessGroup | None = None  # this rank's guidance group: the ranks at the same sp position (cfg > 1)
     shard_group: dist.ProcessGroup | None = None  # what FSDP2 shards over: the sp group, or every rank without a layout
-    to_decoder: dist.ProcessGroup | None = None  # lead -> decode rank: latents
-    from_decoder: dist.ProcessGroup | None = None  # decode rank -> lead: frames (its own group: sends and receives run on two threads)
+    step_group: dist.ProcessGroup | None = None  # steps=N: the step ranks, which hand each block on from step to step
+    to_decoder: dist.ProcessGroup | None = None  # the rank holding the final latents (the lead, or the last step's) -> decode rank
+    from_decoder: dist.ProcessGroup | None = None  # finishing rank -> lead: frames (its own group: sends and receives run on two threads)
     control: ControlChannel | None = None
 
     @property
@@ -41,6 +43,11 @@ class ParallelGroups:
         if self.rank == 0:
             return "lead"
         return "decode" if self.rank == self.layout.decode_rank else "follow"
+
+    @property
+    def holds_final_latents(self) -> bool:
+        """Whether this follower makes the final latents (the last step's rank under ``steps=N``) and hands them on."""
+        return self.layout.steps > 1 and self.rank == self.layout.last_step_rank
 
 
 _current = ParallelGroups(ParallelLayout())
@@ -57,7 +64,9 @@ def join(layout: ParallelLayout, control: ControlChannel) -> ParallelGroups:
     sp, cfg = layout.sp, layout.cfg
     groups = ParallelGroups(layout, rank, world, control=control)
     generating = range(layout.generating_ranks)
-    if layout.splits:
+    if layout.steps > 1:
+        _join_steps(groups, layout)
+    elif layout.splits:
         for c in range(cfg):  # sp groups: one per guidance index
             ranks = [c * sp + s for s in range(sp)]
             group = dist.new_group(ranks)
@@ -77,6 +86,18 @@ def join(layout: ParallelLayout, control: ControlChannel) -> ParallelGroups:
         groups.shard_group = dist.group.WORLD
     _current = groups
     return groups
+
+
+def _join_steps(groups: ParallelGroups, layout: ParallelLayout) -> None:
+    """``steps=N``: one group of the step ranks; frames come to the lead from the finishing rank, final latents go from the
+    last step's rank to a decode rank. Each rank holds its whole DiT (a sharded one is sharded over this rank alone)."""
+    step_ranks = list(range(layout.steps))
+    step_group = dist.new_group(step_ranks)
+    groups.step_group = step_group if groups.rank in step_ranks else None
+    groups.from_decoder = dist.new_group([0, layout.finishing_rank])
+    if layout.decode:
+        groups.to_decoder = dist.new_group([layout.last_step_rank, layout.finishing_rank])
+    groups.shard_group = dist.new_group([groups.rank], use_local_synchronization=True)
 
 
 def leave() -> None:

@@ -1,11 +1,13 @@
-"""``--parallel sp=S,cfg=C[,decode]``: how the processes of one session split its work.
+"""``--parallel sp=S,cfg=C[,decode]`` or ``steps=N[,decode]``: how the processes of one session split its work.
 
 ``sp`` ranks split each DiT forward's tokens (Ulysses), ``cfg`` ranks split a
 step's guidance predictions, and ``decode`` adds one rank that runs the final
 stages (super-resolution, VAE decode) of chunk k while the others generate
-chunk k+1. The processes are ``sp * cfg`` (+1 with ``decode``). Without
-``--parallel`` every process computes everything, which is what FSDP2
-sharding alone needs.
+chunk k+1. ``steps`` ranks split a block's denoising steps: rank i runs step
+i of block b while rank i-1 runs step i-1 of block b+1 (for families whose
+steps each keep their own cache, LiveAvatar). The processes are
+``sp * cfg * steps`` (+1 with ``decode``). Without ``--parallel`` every
+process computes everything, which is what FSDP2 sharding alone needs.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from dataclasses import dataclass
 
 from avatarstream.errors import InputError
 
-KEYS = ("sp", "cfg", "decode")
-EXAMPLE = "sp=2,cfg=2 or sp=4,decode"
+KEYS = ("sp", "cfg", "steps", "decode")
+EXAMPLE = "sp=2,cfg=2, sp=4,decode or steps=4,decode"
 
 
 @dataclass(frozen=True)
@@ -23,10 +25,11 @@ class ParallelLayout:
     sp: int = 1
     cfg: int = 1
     decode: bool = False
+    steps: int = 1  # ranks a block's denoising steps are split over (one step each)
 
     @property
     def generating_ranks(self) -> int:
-        return self.sp * self.cfg
+        return self.sp * self.cfg * self.steps
 
     @property
     def processes(self) -> int:
@@ -41,8 +44,19 @@ class ParallelLayout:
     def decode_rank(self) -> int | None:
         return self.generating_ranks if self.decode else None
 
+    @property
+    def last_step_rank(self) -> int:
+        """The rank that makes a block's final latents (0 unless the steps are split)."""
+        return self.steps - 1
+
+    @property
+    def finishing_rank(self) -> int:
+        """The rank that runs the final stages: the decode rank, else the one holding the final latents."""
+        return self.generating_ranks if self.decode else self.last_step_rank
+
     def text(self) -> str:
-        return ",".join([f"sp={self.sp}", f"cfg={self.cfg}", *(["decode"] if self.decode else [])])
+        split = [f"steps={self.steps}"] if self.steps > 1 else [f"sp={self.sp}", f"cfg={self.cfg}"]
+        return ",".join([*split, *(["decode"] if self.decode else [])])
 
 
 def parse_parallel(text: str | None, nproc: int) -> ParallelLayout:
@@ -57,7 +71,7 @@ def parse_parallel(text: str | None, nproc: int) -> ParallelLayout:
             decode = True
             continue
         if key not in KEYS or key == "decode" or not eq:
-            raise InputError(f"--parallel: unknown part {part!r}; use sp=S, cfg=C and decode, joined by commas (e.g. {EXAMPLE})")
+            raise InputError(f"--parallel: unknown part {part!r}; use sp=S, cfg=C, steps=N and decode, joined by commas (e.g. {EXAMPLE})")
         try:
             number = int(value)
         except ValueError:
@@ -65,11 +79,13 @@ def parse_parallel(text: str | None, nproc: int) -> ParallelLayout:
         if number < 1:
             raise InputError(f"--parallel: {key} must be 1 or more, got {number}")
         values[key] = number
-    layout = ParallelLayout(values.get("sp", 1), values.get("cfg", 1), decode)
+    layout = ParallelLayout(values.get("sp", 1), values.get("cfg", 1), decode, values.get("steps", 1))
+    if layout.steps > 1 and layout.sp * layout.cfg > 1:
+        raise InputError(f"--parallel {text}: steps=N does not combine with sp or cfg yet; use steps=N[,decode] alone")
     if layout.processes != nproc:
         extra = " + 1 decode rank" if decode else ""
+        split = f"steps {layout.steps}" if layout.steps > 1 else f"sp {layout.sp} x cfg {layout.cfg}"
         raise InputError(
-            f"--parallel {text} needs {layout.processes} processes (sp {layout.sp} x cfg {layout.cfg}{extra}), but --nproc is {nproc}; "
-            f"make them agree (e.g. --nproc {layout.processes})"
+            f"--parallel {text} needs {layout.processes} processes ({split}{extra}), but --nproc is {nproc}; make them agree (e.g. --nproc {layout.processes})"
         )
     return layout

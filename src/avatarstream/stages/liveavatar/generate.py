@@ -7,6 +7,10 @@ first block from the reference image and its motion latents, and once more
 when the first clip (``cache_blocks`` blocks) is done, with the first
 generated latent frame as the reference and the same motion latents.
 
+Under ``--parallel steps=N`` each rank runs one step of every block against
+the one cache it holds (the others are allocated empty), and the first
+generated latent frame comes from the last step's rank.
+
 The sink's temporal offset for every call comes from the session's seed (the
 reference draws it from Python's unseeded ``random``), or from a given list.
 """
@@ -26,6 +30,7 @@ from avatarstream.pipeline.chunks import Chunk
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
 from avatarstream.runtime.module import Module
+from avatarstream.runtime.parallel.steps import Shared
 from avatarstream.stages.common import device_and_dtype
 from avatarstream.stages.seeding import derived_seed
 
@@ -46,7 +51,7 @@ class BlockState:
     context: torch.Tensor
     caches: list[StepCache]
     sink: SinkCache
-    first_latent: torch.Tensor | None = None
+    first_latent: Shared | None = None  # made by the last step (another rank's, under --parallel steps=N)
     refreshed: bool = False
 
     def nbytes(self) -> int:
@@ -74,7 +79,8 @@ class LiveAvatarBlockStage(Stage):
         context = dit.embed_text(ctx["text_context"].to(device))
         c = dit.config
         rows = self.geometry.cache_rows
-        caches = [StepCache.empty(c.num_layers, 1, rows, c.num_heads, c.head_dim, dtype, device) for _ in range(self.schedule.steps)]
+        mine = self.dit.steps.mine(self.schedule.steps)  # the steps this rank runs hold a cache; the others' are empty
+        caches = [StepCache.empty(c.num_layers, 1, rows if i in mine else 0, c.num_heads, c.head_dim, dtype, device) for i in range(self.schedule.steps)]
         sink = dit.prefill_sink(ctx["reference_latent"].to(device, dtype), ctx["motion_latents"].to(device, dtype), context)
         return BlockState(context, caches, sink)
 
@@ -87,13 +93,14 @@ class LiveAvatarBlockStage(Stage):
             state = ctx.cache = self._start(ctx, dit, device, dtype)
             state.refreshed = chunk.index > 0  # a resumed session starts from the first sink and keeps it
         if not state.refreshed and chunk.index >= self.geometry.cache_blocks and state.first_latent is not None:
-            state.sink = dit.prefill_sink(state.first_latent, ctx["motion_latents"].to(device, dtype), state.context)
+            state.sink = dit.prefill_sink(state.first_latent.get(), ctx["motion_latents"].to(device, dtype), state.context)
             state.first_latent, state.refreshed = None, True
         offsets = sink_offsets(ctx.seed, chunk.index, self.schedule.steps, self.offsets)
         position = self.start_position + chunk.window_start
         noise = ctx["noise"].to(device, dtype)
         audio = ctx["audio_features"].to(device)
-        latents = denoise_block(dit, noise, self.schedule, state.context, audio, state.caches, state.sink, position, offsets)
+        steps = self.dit.steps
+        latents = denoise_block(dit, noise, self.schedule, state.context, audio, state.caches, state.sink, position, offsets, run_steps=steps)
         if state.first_latent is None and not state.refreshed:
-            state.first_latent = latents[:, :, :1].clone()
+            state.first_latent = steps.share(latents[:, :, :1].clone())
         ctx["latents"] = latents
