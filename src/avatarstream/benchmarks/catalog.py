@@ -12,7 +12,7 @@ SUMMARIES = {
     "memory": "RSS (and device memory) per chunk over a long session: it must draw a flat line.",
     "interpolation": "What I-chunks cost: the same audio with and without them.",
     "overlap": "Finishing chunk k and preparing chunk k+1's audio features while chunk k generates, against strictly sequential execution.",
-    "compile": "torch.compile of the DiT blocks, with and without (compile time reported separately).",
+    "compile": "torch.compile of the DiT blocks (--compile), against eager: speed, frames, and compile time apart (any family).",
     "residency": "Resident, offloaded and streamed weights side by side: same model, same audio, one run.",
     "motion": "infinitetalk: motion frames re-encoded from pixels (the reference's way) against handed over as latents.",
     "audio-window": "infinitetalk: rolling-window wav2vec2 features against whole-file features, per window length and look-ahead.",

@@ -157,6 +157,11 @@ async def job_video(sid: str, request: Request, fleet: FleetDep) -> Response:
     return await _video(fleet, sid, "batch", request)
 
 
+@jobs.get("/{sid}/frames/{name}", response_class=Response, responses=VIDEO, summary="One PNG frame of a finished job (proxied from its replica)")
+async def job_frame(sid: str, name: str, request: Request, fleet: FleetDep) -> Response:
+    return await fleet.forward(sid, "batch", f"/frames/{quote(name, safe='')}", request.headers)
+
+
 @jobs.delete("/{sid}", response_model=FleetSessionInfo, responses=ERRORS, summary="Cancel a job")
 async def delete_job(sid: str, fleet: FleetDep) -> dict[str, Any]:
     return await fleet.close(sid, "batch")

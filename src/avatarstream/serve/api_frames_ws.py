@@ -59,7 +59,7 @@ async def frames_socket(ws: WebSocket, sid: str, token: str | None = None) -> No
         return
     await ws.accept()
     queue = session.media.watch()
-    session.sockets += 1
+    session.watchers += 1
     gone = asyncio.create_task(_until_gone(ws))
     try:
         settings = session.built.encoder
@@ -80,7 +80,7 @@ async def frames_socket(ws: WebSocket, sid: str, token: str | None = None) -> No
         pass
     finally:
         session.media.unwatch(queue)
-        session.sockets -= 1
+        session.watchers -= 1
         session.last_active = time.monotonic()
         gone.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -99,7 +99,8 @@ class Session:
         self.error: str | None = None
         self.created = time.monotonic()
         self.last_active = self.created
-        self.sockets = 0
+        self.sockets = 0  # audio sockets: at most one (api_audio_ws.claim_socket)
+        self.watchers = 0  # frames sockets (api_frames_ws), any number
         self.resume = resume
         self.saving = saving  # keep the run's resumable state after every chunk (a fleet's replica)
         self._state: Resumable | None = None
