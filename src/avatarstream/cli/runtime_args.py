@@ -31,7 +31,7 @@ PARALLEL_HELP = (
     "how the --nproc processes split one session: sp=S splits each DiT forward's tokens (Ulysses), cfg=C its guidance "
     "predictions, decode adds a rank that decodes chunk k while chunk k+1 generates; S x C (+1 with decode) = --nproc "
     "(e.g. --nproc 4 --parallel sp=2,cfg=2). steps=N runs one denoising step of every block per rank, as a pipeline "
-    "(liveavatar: --nproc 5 --parallel steps=4,decode). Default: every process computes everything (what FSDP2 sharding alone needs)"
+    "(for a model that declares its steps split: --nproc 5 --parallel steps=4,decode). Default: every process computes everything (what FSDP2 sharding alone needs)"
 )
 
 
