@@ -5,7 +5,7 @@ step's guidance predictions, and ``decode`` adds one rank that runs the final
 stages (super-resolution, VAE decode) of chunk k while the others generate
 chunk k+1. ``steps`` ranks split a block's denoising steps: rank i runs step
 i of block b while rank i-1 runs step i-1 of block b+1 (for families whose
-steps each keep their own cache, LiveAvatar). The processes are
+steps each keep their own cache: Module.split_by_steps). The processes are
 ``sp * cfg * steps`` (+1 with ``decode``). Without ``--parallel`` every
 process computes everything, which is what FSDP2 sharding alone needs.
 """

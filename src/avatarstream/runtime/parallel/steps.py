@@ -1,6 +1,6 @@
 """Step parallelism (``--parallel steps=N``): each rank runs one denoising step of every block, as a pipeline.
 
-For samplers whose steps each keep their own KV cache (LiveAvatar's timestep
+For block-causal samplers whose steps each keep their own KV cache (timestep
 forcing), step i of block b needs only step i-1's output of that block and
 step i's own cache. Rank i therefore holds cache i alone, receives the block
 from rank i-1, runs its step, and sends the result on without waiting: while
