@@ -506,6 +506,17 @@ def write_json(path: Path, result: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+def run_parser(description: str, result_file: str, budget_s: float, budget_help: str) -> argparse.ArgumentParser:
+    """The flags every GPU benchmark takes: where results go, the device, a tiny dry run, the time budget, CPU threads."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", type=Path, required=True, help=f"folder for {result_file}")
+    parser.add_argument("--device", default="cuda", help="cuda (the benchmark) or cpu (with --tiny: a dry run)")
+    parser.add_argument("--tiny", action="store_true", help="tiny networks and frames: checks the run, measures nothing useful")
+    parser.add_argument("--budget-s", type=float, default=budget_s, help=budget_help)
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch (1 keeps a dry run steady on a busy machine)")
+    return parser
+
+
 def start_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[Progress, torch.device]:
     """Threads as asked, the clock started, and the device (an unusable one is the parser's error)."""
     if args.threads is not None:
@@ -518,15 +529,10 @@ def start_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tupl
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help=f"folder for {RESULT_FILE}")
-    parser.add_argument("--device", default="cuda", help="cuda (the benchmark) or cpu (with --tiny: a dry run)")
-    parser.add_argument("--tiny", action="store_true", help="tiny networks and frames: checks the run, measures nothing useful")
-    parser.add_argument("--budget-s", type=float, default=390.0, help="start no scenario after this many seconds; the rest are reported as skipped")
+    parser = run_parser(__doc__.split("\n\n")[0], RESULT_FILE, 390.0, "start no scenario after this many seconds; the rest are reported as skipped")
     parser.add_argument(
         "--infinitetalk-steps", type=int, default=None, help="steps of the guided preset's 40 to run (default 3; each is ~10 s at 480p on an H200)"
     )
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch (1 keeps a dry run steady on a busy machine)")
     parser.add_argument("--residencies", help=f"comma-separated configurations to measure, of: {', '.join(RESIDENCIES)} (default: all)")
     parser.add_argument("--sizes", help="comma-separated flashtalk sizes WxH (default: the plan's)")
     parser.add_argument("--no-guided", action="store_true", help="leave out the guided infinitetalk preset's chunk")

@@ -15,19 +15,27 @@ is rewritten after every scenario; none starts after the budget.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import statistics
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2FeatureExtractor, Wav2Vec2Model
 
 from avatarstream.benchmarks.audio import bundled_speech, looped
-from avatarstream.benchmarks.infinitetalk_gpu import GIB, back_on_device, environment, is_out_of_memory, materialize, reset_device_peak, start_run, write_json
+from avatarstream.benchmarks.infinitetalk_gpu import (
+    GIB,
+    back_on_device,
+    environment,
+    is_out_of_memory,
+    materialize,
+    reset_device_peak,
+    run_parser,
+    start_run,
+    write_json,
+)
 from avatarstream.benchmarks.measure import measure
 from avatarstream.families.infinitetalk.tiny_encoders import T5_BUCKETS, T5_FFN, T5_HEADS, T5_LAYERS, umt5_tokenizer
 from avatarstream.families.liveavatar.family import LiveAvatarFamily
@@ -122,12 +130,7 @@ def run_scenario(family: LiveAvatarFamily, plan: Plan, residency: str, device: t
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help=f"folder for {RESULT_FILE}")
-    parser.add_argument("--device", default="cuda", help="cuda (the benchmark) or cpu (with --tiny: a dry run)")
-    parser.add_argument("--tiny", action="store_true", help="tiny networks and frames: checks the run, measures nothing useful")
-    parser.add_argument("--budget-s", type=float, default=330.0, help="start no scenario after this many seconds")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
+    parser = run_parser(__doc__.split("\n\n")[0], RESULT_FILE, 330.0, "start no scenario after this many seconds")
     args = parser.parse_args(argv)
     progress, device = start_run(parser, args)
     plan = TINY_PLAN if args.tiny else REAL_PLAN
