@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/pip install --quiet -c requirements/lock.txt
 STAMP := $(VENV)/.installed
 FLEET_STAMP := $(VENV)/.fleet-deps
+AGENTS_STAMP := $(VENV)/.agents-deps
 TEST_STAMP := $(VENV)/.test-deps
 
 .PHONY: demo test lint install clean train-demo eval fleet
@@ -27,10 +28,14 @@ $(FLEET_STAMP): $(STAMP)
 	$(PIP) -e '.[dev,fleet]'
 	touch $(FLEET_STAMP)
 
+# the voice-agent frameworks (Pipecat, LiveKit Agents): `make lint` type-checks integrations/ against them
+$(AGENTS_STAMP): $(FLEET_STAMP)
+	$(PIP) -e '.[dev,fleet,pipecat,livekit]'
+	touch $(AGENTS_STAMP)
+
 # what only the tests need: Debian packages (GStreamer, nginx-rtmp, chromium, espeak-ng; apt-get, as root or via sudo),
-# the GStreamer backend, the fleet, the voice-agent frameworks (Pipecat, LiveKit Agents), and the test-only model family
-# that plugs in by entry point (tests/plugins/colourbars)
-$(TEST_STAMP): $(FLEET_STAMP) scripts/system-deps.sh tests/plugins/colourbars/pyproject.toml
+# the GStreamer backend, and the test-only model family that plugs in by entry point (tests/plugins/colourbars)
+$(TEST_STAMP): $(AGENTS_STAMP) scripts/system-deps.sh tests/plugins/colourbars/pyproject.toml
 	bash scripts/system-deps.sh
 	$(PIP) -e '.[dev,gstreamer,fleet,pipecat,livekit]'
 	$(PIP) --no-deps -e tests/plugins/colourbars
@@ -49,9 +54,9 @@ test: $(TEST_STAMP)
 	$(BIN)/pytest -q
 
 # ruff (lint + format check) and mypy (strict for pipeline/, runtime/, publish/); settings in pyproject.toml
-lint: $(FLEET_STAMP)
-	$(BIN)/ruff check src tests scripts
-	$(BIN)/ruff format --check src tests scripts
+lint: $(AGENTS_STAMP)
+	$(BIN)/ruff check src tests scripts examples
+	$(BIN)/ruff format --check src tests scripts examples
 	$(BIN)/mypy
 
 # retrain the shipped demo weights (about an hour on 2 CPU cores; CUDA when present)
