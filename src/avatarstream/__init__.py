@@ -5,16 +5,6 @@
 ``Pipeline.stream``.
 """
 
-import os as _os
-import sys as _sys
-
-#: OpenMP read its wait policy when torch loaded, before this package could set it: idle workers spin
-#: (runtime/cpu_threads.py corrects what it can when a run starts, and says how to avoid it).
-omp_policy_came_too_late = "torch" in _sys.modules and "OMP_WAIT_POLICY" not in _os.environ
-# Before anything imports torch (and with it OpenMP): idle OpenMP workers sleep instead of
-# spinning, which made renders ~8x slower next to any other job (runtime/cpu_threads.py).
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 _PUBLIC = {
     "render": "avatarstream.api",
     "RenderResult": "avatarstream.api",

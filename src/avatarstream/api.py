@@ -205,9 +205,9 @@ def _render(
         extra={
             "model": name, "weights": family.weights, "device": str(device), "resolution": [width, height], "fps": family.fps,
             "settings": family.settings, "load_s": round(load_s, 4), "processes": rank.world_size, "parallel": rank.layout.text(),
-            "numa": dataclasses.asdict(rank.binding) if rank.binding else None, "cpu": cpu_report(),
+            "numa": dataclasses.asdict(rank.binding) if rank.binding else None,
         },
-        late_fields={"stage_switches": runtime.switch_summary, "runtime": runtime.summary, "warnings": warnings.list},
+        late_fields={"cpu": cpu_report, "stage_switches": runtime.switch_summary, "runtime": runtime.summary, "warnings": warnings.list},
         chunk_fields=runtime.take_chunk_stats,
     )  # fmt: skip
     observers: list[Any] = [recorder]

@@ -22,17 +22,13 @@ from typing_extensions import Self
 
 from avatarstream.benchmarks.audio import bundled_speech, looped_array
 
-TORCH_FIRST = "torch-first"
-#: name -> (extra environment, extra render options)
+#: name -> (extra environment, extra render options); "{cores}" stands for this machine's core count
 VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
-    "default": ({}, []),  # what a user gets: idle OpenMP workers sleep at once (OMP_WAIT_POLICY=PASSIVE); one thread per core
-    "short-spin": ({"GOMP_SPINCOUNT": "3000"}, []),  # workers spin ~30 us before sleeping: faster alone, slower next to a job
-    "spinning": ({"GOMP_SPINCOUNT": "300000"}, []),  # OpenMP's own default (spin ~3 ms before sleeping): the behaviour before the fix
+    "default": ({}, []),  # what a user gets: OpenMP's own wait policy; every core on a quiet machine, one thread beside a busy program
+    "passive": ({"OMP_WAIT_POLICY": "PASSIVE"}, ["--threads", "{cores}"]),  # the default until 2026-12-02: idle workers sleep at once
+    "spinning": ({}, ["--threads", "{cores}"]),  # OpenMP's own policy on every core, whatever the load: the behaviour before 2026-12-01
     "threads=1": ({}, ["--threads", "1"]),
-    TORCH_FIRST: ({}, []),  # a program that imports torch before avatarstream, in a shell without OMP_WAIT_POLICY
 }
-#: Runs the CLI the way a user's script runs avatarstream after ``import torch``.
-TORCH_FIRST_LAUNCH = "import sys, torch; from avatarstream.cli.main import main; sys.exit(main(sys.argv[1:]))"
 COMPETING_JOB = """
 import torch
 a = torch.randn(512, 512)
@@ -40,6 +36,7 @@ while True:
     a @ a
 """
 RATE = 16000
+OPENMP_SETTINGS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS")
 RUN_TIMEOUT_S = 900
 
 
@@ -51,9 +48,10 @@ def measure_contention(model: str, seconds: float, repeats: int, out_dir: Path, 
     try:
         for name in variants:
             env, options = VARIANTS[name]
-            alone = [_render(model, audio, env, options, out_dir, torch_first=name == TORCH_FIRST) for _ in range(repeats)]
+            options = [option.format(cores=len(os.sched_getaffinity(0))) for option in options]
+            alone = [_render(model, audio, env, options, out_dir) for _ in range(repeats)]
             with _CompetingJob() as job:
-                loaded = [_render(model, audio, env, options, out_dir, torch_first=name == TORCH_FIRST) for _ in range(repeats)]
+                loaded = [_render(model, audio, env, options, out_dir) for _ in range(repeats)]
                 job.check_alive()
             rows.append(_row(name, env, options, alone, loaded))
     finally:
@@ -94,21 +92,19 @@ def _row(name: str, env: dict[str, str], options: list[str], alone: list[dict[st
     rtf_alone = round(statistics.median(r["realtime_factor"] for r in alone), 3)
     rtf_loaded = round(statistics.median(r["realtime_factor"] for r in loaded), 3)
     return {
-        "variant": name, "env": env, "options": options, "cpu": alone[0]["cpu"],
+        "variant": name, "env": env, "options": options, "cpu": alone[0]["cpu"], "cpu_loaded": loaded[0]["cpu"],
         "realtime_factor_alone": rtf_alone, "realtime_factor_loaded": rtf_loaded,
         "ttff_s_alone": round(statistics.median(r["ttff_s"] for r in alone), 3), "ttff_s_loaded": round(statistics.median(r["ttff_s"] for r in loaded), 3),
         "slowdown": round(rtf_alone / rtf_loaded, 2),
     }  # fmt: skip
 
 
-def _render(model: str, audio: Path, env: dict[str, str], options: list[str], out_dir: Path, *, torch_first: bool = False) -> dict[str, Any]:
+def _render(model: str, audio: Path, env: dict[str, str], options: list[str], out_dir: Path) -> dict[str, Any]:
     report = out_dir / "contention-report.json"
     video = out_dir / "contention.mp4"
-    launch = ["-c", TORCH_FIRST_LAUNCH] if torch_first else ["-m", "avatarstream.cli.main"]
-    command = [sys.executable, *launch, "render", "--model", model, "--audio", str(audio), "--out", str(video),
+    command = [sys.executable, "-m", "avatarstream.cli.main", "render", "--model", model, "--audio", str(audio), "--out", str(video),
                "--report", str(report), "--no-progress", *options]  # fmt: skip
-    # this process set OMP_WAIT_POLICY when it imported avatarstream; a torch-first program's shell has no such variable
-    inherited = {k: v for k, v in os.environ.items() if not (torch_first and k == "OMP_WAIT_POLICY")}
+    inherited = {k: v for k, v in os.environ.items() if k not in OPENMP_SETTINGS}  # each variant's own, on a user's shell
     try:
         subprocess.run(command, env={**inherited, **env}, check=True, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
         return json.loads(report.read_text())
@@ -123,7 +119,7 @@ class _CompetingJob:
     """The competing program, running for the duration of a ``with`` block."""
 
     def __enter__(self) -> Self:
-        env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}  # another program: OpenMP defaults
+        env = {k: v for k, v in os.environ.items() if k not in OPENMP_SETTINGS}  # another program: OpenMP defaults
         self._process = subprocess.Popen([sys.executable, "-c", COMPETING_JOB], env=env)
         time.sleep(1.0)  # let it take the cores
         self.check_alive()

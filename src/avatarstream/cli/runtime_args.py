@@ -7,8 +7,8 @@ import argparse
 from avatarstream.runtime.names import DEVICE_CHOICES
 
 THREADS_HELP = (
-    "torch CPU threads (default: one per core; idle threads sleep, so other jobs on the machine slow a render "
-    "down by about their share of the cores; 1 is as fast for small models)"
+    "torch CPU threads (default: every core while the machine is quiet, one while another program competes for the cores, "
+    "re-chosen between chunks; frames can then differ in the last bit with the load: give a number for bit-identical reruns)"
 )
 
 

@@ -42,7 +42,6 @@ from avatarstream.pipeline.stage import PHASES, Phase, Stage
 from avatarstream.pipeline.state import HeldLatents, SessionState, StageContext
 from avatarstream.publish.media import MediaChunk
 from avatarstream.runtime.compiled import DEFAULT_BACKEND
-from avatarstream.runtime.cpu_threads import check_spinning
 from avatarstream.runtime.overlap import FinalizeWorker, StreamWorker
 from avatarstream.runtime.parallel.guard import DecodeGate, FollowGate, LeadGate, follower_gate, stops_every_rank
 from avatarstream.runtime.parallel.stage_pipe import Decoded, FinalLatentsHandOn, RemoteFinalizer, Stretch, receive_stretches, send_decoded
@@ -224,8 +223,8 @@ class _Run:
     def __init__(
         self, pipeline: Pipeline, audio: Iterator[PcmBlock], seed: int, observers: Sequence[RunObserver], gate: LeadGate | FollowGate | DecodeGate | None = None
     ) -> None:
-        check_spinning()  # torch imported before avatarstream: its idle CPU threads would spin
         self.p = pipeline
+        pipeline.runtime.ops.fit_threads()  # CPU: every core on a quiet machine, one beside another busy program
         self.gate: LeadGate | FollowGate | DecodeGate | None = gate  # opens each chunk for the others (rank 0) or waits for it (followers)
         self.audio = audio
         self.observers = observers
@@ -259,6 +258,7 @@ class _Run:
         finally:
             if worker is not None:
                 worker.close()
+            self.p.runtime.ops.restore_threads()
             if isinstance(self.gate, LeadGate):
                 with contextlib.suppress(Exception):  # failing: the store may be gone, and the failure is what matters
                     self.gate.end()
@@ -409,6 +409,7 @@ class _Run:
                 if handover is not None and state is not None:
                     handover.boundary(state, submitted)
                 self.p.runtime.ops.release_host_memory()  # CPU: what this chunk freed leaves RSS now, whichever thread's arena holds it
+                self.p.runtime.ops.fit_threads()
             if worker is not None:
                 for done in worker.drain():
                     yield from self._out(done, handover)

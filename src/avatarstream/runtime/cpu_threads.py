@@ -1,57 +1,72 @@
-"""CPU threads: how many torch uses, and how they wait.
+"""CPU threads: how many torch uses, chosen by the user or following the machine (``cpu_contention``).
 
-The package sets ``OMP_WAIT_POLICY=PASSIVE`` (unless the user set it) before
-torch loads OpenMP, in ``avatarstream/__init__.py``: with OpenMP's default,
-idle worker threads spin for milliseconds after every parallel operator, and
-a model of many small operators then spends the cores spinning. Next to one
-competing job on 2 cores a small model's render slowed down from 1.24x to 0.16x real
-time that way; passive workers sleep at once and the same render keeps
-0.66x of its 1.05x (docs/runtime.md, ``avatarstream bench --scenario contention``).
+Without a thread count (``--threads``, ``threads=``) torch uses every core
+while the machine is quiet and one thread while another program competes for
+the cores, re-chosen at chunk boundaries. OpenMP keeps its own wait policy, so
+the order in which a program imports torch and avatarstream does not matter.
 """
 
 from __future__ import annotations
 
 import os
-import sys
+import threading
 
 import torch
 
-import avatarstream
 from avatarstream.errors import InputError
+from avatarstream.runtime.cpu_contention import ThreadGovernor
 
-SPIN_WARNING = (
-    "warning: torch was imported before avatarstream, so OpenMP's idle threads spin (OMP_WAIT_POLICY=PASSIVE came too late) "
-    "and a render slows down several times next to other jobs; running on 1 CPU thread instead. To use every core: import "
-    "avatarstream before torch, or set OMP_WAIT_POLICY=PASSIVE in the environment, or pass threads"
-)
-_state = {"chosen": False, "warned": False}  # threads chosen by the user (set_threads with a number); the warning given
+_DEFAULT_THREADS = torch.get_num_threads()  # torch's own choice, one per core, before anything sets it
+_governors: list[ThreadGovernor] = []  # the process's one governor, made at the first run that follows the machine
+_follow = {"machine": True}  # False while the user's thread count (set_threads) stands
+_steered = threading.local()  # per thread: the count the governor last gave it (torch keeps the count per thread)
+_last_given = {"threads": _DEFAULT_THREADS}  # what a new thread starts with, unless someone else set torch's count since
 
 
 def set_threads(threads: int | None) -> None:
-    """``--threads``: torch's intra-op threads (None: one per core, or 1 where idle threads would spin: ``check_spinning``)."""
+    """``--threads``: torch's intra-op threads; None: every core, one while another program competes (``fit_threads``)."""
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be at least 1, got {threads}")
+    _follow["machine"] = threads is None
+    torch.set_num_threads(threads or _DEFAULT_THREADS)
     if threads is None:
-        check_spinning()
-        return
-    _state["chosen"] = True
-    torch.set_num_threads(threads)
+        _steered.threads = _last_given["threads"] = _DEFAULT_THREADS
+        _governor()  # its first look at the machine: loading the model is the window of its first choice
 
 
-def check_spinning() -> None:
-    """At the start of a run: where OpenMP's idle threads spin (torch was imported first) and the user chose no thread
-    count, run on 1 thread, which nothing can spin on (as fast as two for small models, and not slowed by other jobs),
-    and say once how to use every core."""
-    if not avatarstream.omp_policy_came_too_late or _state["chosen"]:
+def fit_threads() -> None:
+    """At a chunk boundary, on each thread that runs operators: the thread count for the machine as it is now. A thread
+    whose count someone else set (``torch.set_num_threads`` in a program that streams a pipeline itself) to other than
+    torch's default keeps it."""
+    governor = _governor()
+    if governor is None or torch.get_num_threads() != getattr(_steered, "threads", _last_given["threads"]):
         return
-    torch.set_num_threads(1)
-    if not _state["warned"]:
-        print(SPIN_WARNING, file=sys.stderr)
-        _state["warned"] = True
+    governor.poll()
+    if governor.threads != torch.get_num_threads():
+        torch.set_num_threads(governor.threads)
+    _steered.threads = _last_given["threads"] = governor.threads
+
+
+def restore_threads() -> None:
+    """At the end of a run, on its main thread: a count the governor chose does not outlive the run (what torch had before)."""
+    if getattr(_steered, "threads", None) == torch.get_num_threads() != _DEFAULT_THREADS:
+        torch.set_num_threads(_DEFAULT_THREADS)
+    _steered.threads = _last_given["threads"] = _DEFAULT_THREADS
+
+
+def _governor() -> ThreadGovernor | None:
+    """The governor while the machine is followed; None where the user chose a count, there is one core, or no counters."""
+    if not _follow["machine"] or _DEFAULT_THREADS < 2:
+        return None
+    if not _governors:
+        cores = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset(range(os.cpu_count() or 1))
+        _governors.append(ThreadGovernor(_DEFAULT_THREADS, cores))
+    return _governors[0] if _governors[0].readable else None
 
 
 def cpu_report() -> dict[str, object]:
     """What the report says about CPU threading (the figures depend on it)."""
+    governor = _governor()
     return {"threads": torch.get_num_threads(), "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "gomp_spincount": os.environ.get("GOMP_SPINCOUNT"),
-            "omp_policy_came_too_late": avatarstream.omp_policy_came_too_late}  # fmt: skip
+            "follows_machine": governor.report() if governor is not None else None}  # fmt: skip

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from avatarstream.runtime.allocator import release_free_memory
+from avatarstream.runtime.cpu_threads import fit_threads, restore_threads
 
 Stream = Any  # torch.cuda.Stream on a GPU, None on CPU
 Event = Any  # torch.cuda.Event on a GPU, None on CPU
@@ -118,6 +119,14 @@ class DeviceOps:
         """Give freed host memory back to the system (a CPU run's chunk buffers; rate-limited, see ``allocator``)."""
         release_free_memory()
 
+    def fit_threads(self) -> None:
+        """At a chunk boundary, on a thread that runs operators: its CPU thread count for the machine's load (``cpu_threads``)."""
+        fit_threads()
+
+    def restore_threads(self) -> None:
+        """At the end of a run: the thread count it started with (``cpu_threads``)."""
+        restore_threads()
+
 
 class CudaOps(DeviceOps):
     """CUDA flavour: pinned host buffers, side-stream copies, events."""
@@ -170,6 +179,12 @@ class CudaOps(DeviceOps):
 
     def release_host_memory(self) -> None:
         """Nothing: a GPU run's chunk buffers live in the device allocator, and a trim per chunk would only cost time."""
+
+    def fit_threads(self) -> None:
+        """Nothing: a GPU run's operators run on the device, and a look at the CPU load per block would only cost time."""
+
+    def restore_threads(self) -> None:
+        """Nothing: ``fit_threads`` changed nothing."""
 
     def take_peak_bytes(self) -> int | None:
         peak = int(torch.cuda.max_memory_allocated(self.device))

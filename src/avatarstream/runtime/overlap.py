@@ -44,6 +44,7 @@ class StreamWorker(Generic[T]):
         return self._executor.submit(self._run, work, self.ops.compute_event())
 
     def _run(self, work: Callable[[], T], ready: Event) -> tuple[T, Event]:
+        self.ops.fit_threads()
         with self.ops.on_stream(self.stream):
             self.ops.wait(ready)
             result = work()
