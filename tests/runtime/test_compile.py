@@ -9,6 +9,7 @@ are measured by ``avatarstream bench --scenario compile`` (bench/results/*-cpu-c
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from avatarstream.sources.pcm import PcmBlock
 BACKEND = "aot_eager"
 DEMO = {"chunk_frames": 6, "interp_frames": 2}
 INFINITETALK = {"preset": "flashtalk", "size": (32, 32), "steps": 1}
+LIVEAVATAR = {"size": (64, 64), "steps": 2, "cache_blocks": 1, "audio_window_s": 1.0, "audio_lookahead": 4}
 #: Frames of a compiled run against eager's, in levels of 255 (inductor on this CPU: at most 1; aot_eager: 0).
 TOLERANCE = 1
 
@@ -84,6 +86,11 @@ def test_demo_compiles_once_per_shape(residency: dict[str, str] | None) -> None:
 def test_infinitetalk_compiles_once_per_shape(tiny_original: WeightsLayout) -> None:
     """Its DiT streamed (the policies' effect on compiled blocks is the demo test's; this is the family's seam)."""
     _check(load_family("infinitetalk", tiny_original.base.parent), INFINITETALK, 11.5, {"dit": "streamed:2"}, ["dit"])
+
+
+def test_liveavatar_compiles_once_per_shape(tiny_liveavatar: Path) -> None:
+    """Block-causal: the sink prefill and the blocks until the rolling cache is full are shapes of their own, then none."""
+    _check(load_family("liveavatar", tiny_liveavatar), LIVEAVATAR, 4.6, None, ["dit"])
 
 
 def test_a_policy_that_cannot_be_compiled_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
