@@ -67,6 +67,21 @@ def test_steps_pipeline_runs_one_step_per_rank() -> None:
     assert not any(layout.steps > 1 for layout in layouts(4, heads=40, predictions=1))
 
 
+def test_steps_with_sp_split_each_step_over_its_group() -> None:
+    """steps=4,sp=2: each rank runs an eighth of the DiT and pays the all-to-alls of its step's forwards."""
+    work = dataclasses.replace(WORK, predictions=1, split_steps=4, latent_bytes=4e5)
+    hand = 1e-5 + 4e5 / 1e11
+    finals = 0.3 + 1e-5 + 3e7 / 1e11
+    share = 1 / 4  # of the forwards: one step's
+    split_comm = 4 * 120 * share * 1e-5 + 4 * 4e8 * share * 2 / 2 / 2 / 1e11 + 12 * share * 1e-5 + 1e6 * share * 2 / 2 / 1e11
+    got = predict(work, ParallelLayout(sp=2, steps=4), FAST, FAST, FAST)
+    assert got.chunk_s == pytest.approx(0.2 + 0.8 / 8 + split_comm + hand + finals, abs=1e-5)
+    assert got.comm_s == pytest.approx(split_comm + hand + finals - 0.3, abs=1e-5) and got.gpus == 8
+    assert got.fps > predict(work, ParallelLayout(steps=4), None, FAST).fps
+    assert "steps=4,sp=2" in {layout.text() for layout in layouts(8, heads=40, predictions=1, split_steps=4)}
+    assert not any(layout.steps > 1 for layout in layouts(12, heads=40, predictions=1, split_steps=4))  # sp=3 does not divide 40 heads
+
+
 def test_layouts_follow_heads_and_predictions() -> None:
     texts = {layout.text() for layout in layouts(4, heads=12, predictions=1)}
     assert texts == {"sp=4,cfg=1", "sp=3,cfg=1,decode"}  # no cfg without guidance

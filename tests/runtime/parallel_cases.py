@@ -3,7 +3,7 @@
 Three families at test size: demo-tiny with more blocks and four heads (so sp=4
 splits its heads), the tiny InfiniteTalk checkpoint with text and audio
 guidance on (three predictions per step, for cfg), and the tiny LiveAvatar
-checkpoint (4 steps, for steps=4) with one block per cache, so the sink is
+checkpoint (4 steps, for steps=4; 2 steps as ``liveavatar-2steps``, for steps=2,sp=2) with one block per cache, so the sink is
 refreshed from the first generated latents after the first block. Each case
 gives one forward of its DiT (a step's guided velocity for InfiniteTalk,
 through the module's ``predictions`` like the stage; none for LiveAvatar,
@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from helpers import RATE, REFERENCE, deep_config, speech
 
@@ -28,6 +29,7 @@ from avatarstream.families.registry import load_family
 from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT
 from avatarstream.models.infinitetalk.predict import ChunkConditions, DiTPredictor
 from avatarstream.models.infinitetalk.sampler import Guidance
+from avatarstream.models.liveavatar.dit import S2VDiT
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.launch import torchrun_command
 from avatarstream.sources.pcm import PcmBlock
@@ -63,8 +65,11 @@ def family(name: str, weights: Path | None) -> Family:
 
 
 def pipeline(fam: Family, name: str = "") -> Pipeline:
-    """The case's pipeline; ``NAME-sharded`` puts the split DiT under FSDP2 too (sharded over each sequence-parallel group)."""
+    """The case's pipeline; ``NAME-sharded`` puts the split DiT under FSDP2 too (sharded over each sequence-parallel group),
+    ``liveavatar-2steps`` samples in 2 steps (so steps=2 has a rank per step)."""
     options = {"demo": {"chunk_frames": 6, "interp_frames": 2}, "liveavatar": LA_OPTIONS}.get(fam.name, IT_OPTIONS)
+    if name.startswith("liveavatar-2steps"):
+        options = {**options, "steps": 2}
     dit = "a2v_dit" if fam.name == "demo" else "dit"
     built = fam.build(torch.device("cpu"), options, residency={dit: "sharded"} if name.endswith("-sharded") else None)
     built.prepare()
@@ -121,6 +126,23 @@ def counting_predictions(counts: dict[str, int]) -> Callable[..., list[torch.Ten
         return real(self, latent, timestep, conditions)
 
     return counted
+
+
+def counted_render(name: str, weights: Path) -> tuple[np.ndarray, int]:
+    """One process's frames of a LiveAvatar case, and the DiT forwards it made for them (one thread, as in each worker)."""
+    torch.set_num_threads(1)
+    counts = {"forwards": 0}
+    real = S2VDiT.forward
+
+    def counted(self: S2VDiT, *args: object, **kwargs: object) -> torch.Tensor:
+        counts["forwards"] += 1
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(S2VDiT, "forward", counted)
+        fam = family(name, weights)
+        frames = render(fam, pipeline(fam, name))
+    return frames, counts["forwards"]
 
 
 def render(fam: Family, built: Pipeline) -> np.ndarray:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from avatarstream.errors import InputError
+from avatarstream.families.liveavatar.sequence_parallel import check_split
 from avatarstream.runtime.parallel.control import pack, unpack
 from avatarstream.runtime.parallel.guidance import check_guidance_split
 from avatarstream.runtime.parallel.layout import ParallelLayout, parse_parallel
@@ -20,13 +21,15 @@ from avatarstream.runtime.parallel.ulysses import check_heads, frame_counts
     (None, 8, ParallelLayout()),
     ("steps=4", 4, ParallelLayout(steps=4)),
     ("steps=4,decode", 5, ParallelLayout(decode=True, steps=4)),
+    ("steps=2,sp=2", 4, ParallelLayout(sp=2, steps=2)),
+    ("sp=2,steps=2,decode", 5, ParallelLayout(sp=2, decode=True, steps=2)),
 ])  # fmt: skip
 def test_layouts(text: str | None, nproc: int, layout: ParallelLayout) -> None:
     parsed = parse_parallel(text, nproc)
     assert parsed == layout
     assert parsed.decode_rank == (layout.sp * layout.cfg * layout.steps if layout.decode else None)
-    assert parsed.last_step_rank == layout.steps - 1  # rank 0 holds the final latents unless the steps are split
-    assert parsed.finishing_rank == (parsed.decode_rank if layout.decode else layout.steps - 1)
+    assert parsed.last_step_rank == (layout.steps - 1) * layout.sp  # rank 0 hands the final latents on unless the steps are split
+    assert parsed.finishing_rank == (parsed.decode_rank if layout.decode else parsed.last_step_rank)
     if text is not None:
         assert parse_parallel(parsed.text(), nproc) == parsed  # what the report names parses back to the layout
 
@@ -41,6 +44,16 @@ def test_heads_that_do_not_divide_are_refused_with_the_choices() -> None:
     check_heads(40, 8, "the DiT")
     with pytest.raises(InputError, match=r"the DiT has 40 attention heads, which sp=3 does not divide; use sp = 1 or 2 or 4 or 5 or 8 or 10 or 20 or 40"):
         check_heads(40, 3, "the DiT")
+
+
+def test_liveavatar_sp_needs_heads_and_block_frames_to_share() -> None:
+    check_split(40, 2)
+    with pytest.raises(InputError, match=r"the LiveAvatar DiT has 2 attention heads, which sp=3 does not divide; use sp = 1 or 2"):
+        check_split(2, 3)
+    with pytest.raises(
+        InputError, match=r"a LiveAvatar block has 3 latent frames, which sp=4 ranks cannot share \(each rank takes whole frames\); use sp <= 3"
+    ):
+        check_split(40, 4)
 
 
 def test_guidance_groups_need_enough_predictions() -> None:

@@ -18,7 +18,9 @@ the collectives at each group size. The model:
   stages, 1/N of the DiT and a block's latents in and out; the slowest rank
   sets the pace (the last step's also runs the final stages without a decode
   rank). Time to first frame gains nothing: the first block still passes
-  through every step, one rank after another;
+  through every step, one rank after another. With **sp=S** each step is a
+  group of S ranks: its 1/N of the DiT is divided by S and pays the sp
+  collectives of its forwards, as above;
 - the other chunk stages (audio features, noise) run on every rank, unsplit;
 - time to first frame = init + first chunk + its finals (nothing to overlap yet).
 
@@ -82,17 +84,9 @@ def predict(work: ChunkWork, layout: ParallelLayout, all_to_all: Link | None, po
     """The layout's steady-state fps and time to first frame; ``all_to_all`` and ``all_gather`` at the layout's sp size,
     ``point_to_point`` for the decode rank."""
     if layout.steps > 1:
-        return _predict_steps(work, layout, point_to_point)
-    sp, cfg = layout.sp, layout.cfg
-    share = math.ceil(work.predictions / cfg) / work.predictions  # of the DiT's work this rank still does
-    dit = work.dit_s * share / sp
-    comm = 0.0
-    if sp > 1:
-        assert all_to_all is not None, "an sp layout needs the all-to-all's cost"
-        moved = A2A_PER_BLOCK * work.block_values * share * work.value_bytes / sp * (sp - 1) / sp
-        comm += all_to_all.seconds(moved, A2A_PER_BLOCK * work.block_calls * share)
-        gather = all_gather or all_to_all
-        comm += gather.seconds(work.output_values * share * work.value_bytes * (sp - 1) / sp, work.forwards * share)
+        return _predict_steps(work, layout, point_to_point, all_to_all, all_gather)
+    share = math.ceil(work.predictions / layout.cfg) / work.predictions  # of the DiT's work this rank still does
+    dit, comm = _split_dit(work, layout.sp, share, all_to_all, all_gather)
     generate = work.chunk_s - work.dit_s + dit + comm
     if layout.decode:
         assert point_to_point is not None, "a decode rank needs the point-to-point cost"
@@ -105,29 +99,43 @@ def predict(work: ChunkWork, layout: ParallelLayout, all_to_all: Link | None, po
     return Prediction(layout.text(), layout.processes, round(work.frames_per_chunk / chunk, 3), round(first, 4), round(chunk, 5), round(comm, 5))
 
 
-def _predict_steps(work: ChunkWork, layout: ParallelLayout, link: Link | None) -> Prediction:
-    """``steps=N``: a pipeline of N step ranks (and a decode rank); the slowest rank's time per chunk sets the pace."""
+def _split_dit(work: ChunkWork, sp: int, share: float, all_to_all: Link | None, all_gather: Link | None) -> tuple[float, float]:
+    """(compute, collectives) of a rank's ``share`` of the DiT's work per chunk, split over an sp group of ``sp``."""
+    if sp == 1:
+        return work.dit_s * share, 0.0
+    assert all_to_all is not None, "an sp layout needs the all-to-all's cost"
+    moved = A2A_PER_BLOCK * work.block_values * share * work.value_bytes / sp * (sp - 1) / sp
+    comm = all_to_all.seconds(moved, A2A_PER_BLOCK * work.block_calls * share)
+    gather = all_gather or all_to_all
+    comm += gather.seconds(work.output_values * share * work.value_bytes * (sp - 1) / sp, work.forwards * share)
+    return work.dit_s * share / sp, comm
+
+
+def _predict_steps(work: ChunkWork, layout: ParallelLayout, link: Link | None, all_to_all: Link | None, all_gather: Link | None) -> Prediction:
+    """``steps=N[,sp=S]``: a pipeline of N step groups (and a decode rank); the slowest rank's time per chunk sets the pace."""
     assert link is not None, "a steps layout needs the point-to-point cost"
     assert work.split_steps == layout.steps, f"steps={layout.steps} runs one step per rank; this model makes {work.split_steps} (0: its steps cannot split)"
     hand = link.seconds(work.latent_bytes)  # one block's latents from one step's rank to the next
     finals = work.final_s + link.seconds(work.stretch_bytes)  # and the frames to the lead (latents to a decode rank too)
-    step = work.chunk_s - work.dit_s + work.dit_s / layout.steps  # the unsplit chunk stages and one step of the DiT
+    dit, split_comm = _split_dit(work, layout.sp, 1 / layout.steps, all_to_all, all_gather)  # one step of the DiT, over its sp group
+    step = work.chunk_s - work.dit_s + dit + split_comm  # and the unsplit chunk stages
     if layout.decode:
-        chunk, comm = max((step + 2 * hand, 2 * hand), (finals, finals - work.final_s))
+        chunk, comm = max((step + 2 * hand, split_comm + 2 * hand), (finals, finals - work.final_s))
     else:
-        chunk, comm = step + hand + max(hand, finals), hand + max(hand, finals - work.final_s)
+        chunk, comm = step + hand + max(hand, finals), split_comm + hand + max(hand, finals - work.final_s)
     first = work.init_s + work.chunk_s + (layout.steps - 1) * hand + finals
     return Prediction(layout.text(), layout.processes, round(work.frames_per_chunk / chunk, 3), round(first, 4), round(chunk, 5), round(comm, 5))
 
 
 def layouts(gpus: int, heads: int, predictions: int, split_steps: int = 0) -> list[ParallelLayout]:
     """Every layout of ``gpus`` processes this model can run (sp divides the heads, cfg at most the predictions, steps=N
-    when the model's N steps can split)."""
+    with an sp group per step when the model's N steps can split)."""
     found = []
     for decode in (False, True):
         generating = gpus - int(decode)
-        if split_steps > 1 and generating == split_steps:
-            found.append(ParallelLayout(decode=decode, steps=split_steps))
+        step_sp, rest = divmod(generating, split_steps) if split_steps > 1 else (0, 1)
+        if step_sp and not rest and heads % step_sp == 0:
+            found.append(ParallelLayout(sp=step_sp, decode=decode, steps=split_steps))
         for sp in range(1, generating + 1):
             cfg, rest = divmod(generating, sp)
             if rest or heads % sp or (cfg > 1 and cfg > predictions):

@@ -30,10 +30,10 @@ def add_compile_argument(p: argparse.ArgumentParser) -> None:
 PARALLEL_HELP = (
     "how the --nproc processes split one session: sp=S splits each DiT forward's tokens (Ulysses), cfg=C its guidance "
     "predictions, decode adds a rank that decodes chunk k while chunk k+1 generates; S x C (+1 with decode) = --nproc "
-    "(e.g. --nproc 4 --parallel sp=2,cfg=2). steps=N runs one denoising step of every block per rank, as a pipeline "
-    "(for a model that declares its steps split: --nproc 5 --parallel steps=4,decode). Default: every process computes everything (what FSDP2 sharding alone needs)"
+    "(e.g. --nproc 4 --parallel sp=2,cfg=2). steps=N runs one denoising step of every block per rank (or per group of sp "
+    "ranks), as a pipeline (for a model that declares its steps split: --nproc 5 --parallel steps=4,decode; --nproc 8 --parallel steps=4,sp=2). Default: every process computes everything (what FSDP2 sharding alone needs)"
 )
 
 
 def add_parallel_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--parallel", metavar="sp=S,cfg=C[,decode] | steps=N[,decode]", help=PARALLEL_HELP)
+    p.add_argument("--parallel", metavar="sp=S,cfg=C[,decode] | steps=N[,sp=S][,decode]", help=PARALLEL_HELP)

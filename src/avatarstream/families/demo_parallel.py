@@ -17,7 +17,7 @@ from torch import nn
 
 from avatarstream.models.demo import A2VDiT
 from avatarstream.models.demo.blocks import DiTBlock
-from avatarstream.runtime.parallel.ulysses import FrameShards, SequenceSplit, check_heads
+from avatarstream.runtime.parallel.ulysses import FrameShards, SequenceSplit, check_heads, patched_latents
 
 
 def split_a2v(network: nn.Module, group: dist.ProcessGroup) -> None:
@@ -27,10 +27,6 @@ def split_a2v(network: nn.Module, group: dist.ProcessGroup) -> None:
     check_heads(blocks[0].attn.heads, dist.get_world_size(group), "the demo A2V DiT")
     patch = network.patch_size
 
-    def measure(args: tuple[Any, ...]) -> tuple[int, int]:
-        x = args[0]
-        return x.shape[2], (x.shape[3] // patch) * (x.shape[4] // patch)
-
     def localize(shards: FrameShards, args: tuple[Any, ...], kwargs: dict[str, Any], first: bool) -> tuple[tuple[Any, ...], dict[str, Any]]:
         video, emb, rope, context = args
         if first:
@@ -39,6 +35,6 @@ def split_a2v(network: nn.Module, group: dist.ProcessGroup) -> None:
         rope = torch.cat([rope[:memory_rows], rope[memory_rows:][shards.local_tokens]])
         return (video, emb, rope, context), {**kwargs, "frame_context": kwargs["frame_context"][:, shards.local_frames]}
 
-    split = SequenceSplit(group, network, blocks, network.head, measure, localize)
+    split = SequenceSplit(group, network, blocks, network.head, patched_latents(patch, patch), localize)
     for block in blocks:
         block.attn.attend = split.attention

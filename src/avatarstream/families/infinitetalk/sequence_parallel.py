@@ -18,7 +18,7 @@ from diffusers.models.transformers.transformer_wan import WanAttention
 from torch import nn
 
 from avatarstream.models.infinitetalk.dit import InfiniteTalkBlock, InfiniteTalkDiT
-from avatarstream.runtime.parallel.ulysses import FrameShards, SequenceSplit, check_heads
+from avatarstream.runtime.parallel.ulysses import FrameShards, SequenceSplit, check_heads, patched_latents
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -61,10 +61,6 @@ def split_dit(network: nn.Module, group: dist.ProcessGroup) -> None:
     check_heads(network.config.num_heads, dist.get_world_size(group), "the InfiniteTalk DiT")
     _, patch_h, patch_w = network.config.patch_size
 
-    def measure(args: tuple[Any, ...]) -> tuple[int, int]:
-        x = args[0]
-        return x.shape[2], (x.shape[3] // patch_h) * (x.shape[4] // patch_w)
-
     def localize(shards: FrameShards, args: tuple[Any, ...], kwargs: dict[str, Any], first: bool) -> tuple[tuple[Any, ...], dict[str, Any]]:
         hidden, context, temb, (cos, sin), audio_tokens = args
         if first:
@@ -72,7 +68,7 @@ def split_dit(network: nn.Module, group: dist.ProcessGroup) -> None:
         rotary = (cos[:, shards.local_tokens], sin[:, shards.local_tokens])
         return (hidden, context, temb, rotary, audio_tokens[:, shards.local_frames]), kwargs
 
-    split = SequenceSplit(group, network, list(network.blocks), network.proj_out, measure, localize)
+    split = SequenceSplit(group, network, list(network.blocks), network.proj_out, patched_latents(patch_h, patch_w), localize)
     for block in network.blocks:
         assert isinstance(block, InfiniteTalkBlock), "every block of the DiT is an InfiniteTalk block"
         block.attn1.set_processor(UlyssesSelfAttention(split))  # type: ignore[arg-type]  # diffusers takes any processor with its call signature

@@ -26,6 +26,7 @@ from avatarstream.families.liveavatar.load_dit import DEFAULT_ALPHA
 from avatarstream.families.liveavatar.networks import LiveAvatarNetworks
 from avatarstream.families.liveavatar.options import LiveAvatarOptions
 from avatarstream.families.liveavatar.presets import PRESETS, Preset, check_size, parse_offsets
+from avatarstream.families.liveavatar.sequence_parallel import split_dit
 from avatarstream.families.options import FamilyOptions
 from avatarstream.models.infinitetalk.config import VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
 from avatarstream.models.liveavatar.audio_features import FPS, SAMPLE_RATE
@@ -94,7 +95,8 @@ class LiveAvatarFamily:
         """The family around loaded (or benchmark-built) networks, each a runtime Module."""
         assert networks.text_encoder is not None
         modules = {
-            "dit": Module("dit", networks.dit).split_by_steps(),  # each step has its own KV cache: --parallel steps=N
+            # each step has its own KV cache (--parallel steps=N); its tokens split over sp ranks (--parallel sp=S)
+            "dit": Module("dit", networks.dit).split_by_steps().split_as(split_dit),
             "vae": Module("vae", networks.vae),
             "audio_encoder": Module("audio_encoder", networks.audio_encoder.network),
             "text_encoder": Module("text_encoder", networks.text_encoder.network),

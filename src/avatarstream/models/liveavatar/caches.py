@@ -38,6 +38,8 @@ class StepCache:
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store a block's keys/values at ``next_row``; returns the layer's valid keys and values (this block included)."""
         end = self.next_row + k.shape[1]
+        if k.shape[2:] != self.k.shape[3:]:  # (heads, head_dim): a process's share of the heads must match its cache's
+            raise ValueError(f"keys of shape {tuple(k.shape[2:])} (heads, head_dim) do not fit a cache of {tuple(self.k.shape[3:])}")
         if end > self.rows:
             raise ValueError(f"a block of {k.shape[1]} tokens does not fit the cache's {self.rows} rows at row {self.next_row}")
         self.k[layer, :, self.next_row : end] = k

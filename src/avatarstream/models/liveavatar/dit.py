@@ -18,6 +18,7 @@ Parameter names are the original checkpoint's (``casual_audio_encoder`` included
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -99,18 +100,37 @@ class Block(nn.Module):
         return (x + y.float() * e[5]).to(context.dtype)
 
 
-class SelfAttention:
-    """What a block's self-attention does in one call: the sink prefill, or a streaming block against a step cache."""
+class Heads:
+    """The self-attention heads this process attends with: all of them. A sequence-parallel split (Ulysses) puts in its
+    own, whose ``to_heads`` trades this process's tokens of every head for every token of its heads (and back)."""
 
-    def __init__(
-        self,
-        layer: int,
-        rope: tuple[torch.Tensor, torch.Tensor],
-        keep: SinkCache | StepCache,
-        sink: SinkCache | None = None,
-        sink_rope: tuple[torch.Tensor, torch.Tensor] | None = None,
-    ) -> None:
-        self.layer, self.rope, self.keep, self.sink, self.sink_rope = layer, rope, keep, sink, sink_rope
+    share = 1  # the processes the heads are split over
+
+    def local(self, x: torch.Tensor) -> torch.Tensor:
+        """This process's heads of [..., heads, d] held whole (the sink, computed by every process)."""
+        return x
+
+    def to_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, this process's tokens, heads, d] -> [B, every token, this process's heads, d]."""
+        return x
+
+    def to_tokens(self, x: torch.Tensor) -> torch.Tensor:
+        """The reverse of ``to_heads``."""
+        return x
+
+
+@dataclass
+class SelfAttention:
+    """What a block's self-attention does in one call: the sink prefill, or a streaming block against a step cache.
+
+    ``rope`` holds the angles of the call's tokens (a sequence-parallel rank's share: its tokens' global positions)."""
+
+    layer: int
+    rope: tuple[torch.Tensor, torch.Tensor]
+    keep: SinkCache | StepCache
+    sink: SinkCache | None = None
+    sink_rope: tuple[torch.Tensor, torch.Tensor] | None = None
+    heads: Heads = field(default_factory=Heads)
 
     def __call__(self, attn: Attention, x: torch.Tensor) -> torch.Tensor:
         q, k, v = attn.qkv(x)
@@ -119,9 +139,11 @@ class SelfAttention:
             self.keep.k[self.layer], self.keep.v[self.layer] = k, v
             return attn.o(attention(q, apply_rope(k, *self.rope), v))
         assert self.sink is not None and self.sink_rope is not None
-        keys, values = self.keep.write(self.layer, apply_rope(k, *self.rope), v)
+        q, k, v = (self.heads.to_heads(t) for t in (q, apply_rope(k, *self.rope), v))
+        keys, values = self.keep.write(self.layer, k, v)
         sink_k = apply_rope(self.sink.k[self.layer], *self.sink_rope)
-        return attn.o(attention(q, torch.cat([keys, sink_k], dim=1), torch.cat([values, self.sink.v[self.layer]], dim=1)))
+        out = attention(q, torch.cat([keys, sink_k], dim=1), torch.cat([values, self.sink.v[self.layer]], dim=1))
+        return attn.o(self.heads.to_tokens(out.unflatten(-1, (q.shape[2], -1))).flatten(2))
 
 
 class Head(nn.Module):
@@ -202,6 +224,12 @@ class S2VDiT(nn.Module):
         self.trainable_cond_mask = nn.Embedding(3, dim)
         self.frame_packer = FramePackMotioner(config.in_dim, dim)
         self.motion_frames = MOTION_FRAMES  # video frames of audio history a block's audio is padded to (a pipeline setting)
+        self.heads = Heads()  # all of them; a sequence-parallel split gives each rank its share
+
+    @property
+    def cache_heads(self) -> int:
+        """The heads a KV cache of this process holds (its share under a sequence-parallel split)."""
+        return self.config.num_heads // self.heads.share
 
     @property
     def dtype(self) -> torch.dtype:
@@ -229,7 +257,7 @@ class S2VDiT(nn.Module):
         """The sink's keys/values: reference latent [B, C, 1, h, w] + motion latents [B, C, T, h, w] at timestep 0.
 
         ``context``: ``embed_text``'s output. The last layer's output is never
-        used, so only its keys and values are computed.
+        used, so only its keys and values are computed. Every process computes it whole and keeps its heads.
         """
         ref = self.patch_embedding(ref_latents.to(self.dtype)).flatten(2).transpose(1, 2)
         motion = self.frame_packer(motion_latents.to(self.dtype))
@@ -245,6 +273,7 @@ class S2VDiT(nn.Module):
                 _, sink.k[i], sink.v[i] = block.self_attn.qkv(block.attention_input(x, block.modulations(mod[None])))
                 break
             x = block(x, mod[None], context, SelfAttention(i, rope, sink))
+        sink.k, sink.v = self.heads.local(sink.k), self.heads.local(sink.v)
         return sink
 
     @torch.no_grad()
@@ -281,10 +310,10 @@ class S2VDiT(nn.Module):
         rollout = max(0, first_frame - (SINK_REF_POSITION - sink_offset))
         sink_rope = self._rope(Positions.cat([sink.reference.shifted(rollout), sink.motion]), x.device)
         for i, block in enumerate(self.layers()):
-            hidden = block(hidden, mod, context, SelfAttention(i, rope, cache, sink, sink_rope))
+            hidden = block(hidden, mod, context, SelfAttention(i, rope, cache, sink, sink_rope, self.heads))
             if i in self.injected:
                 hidden = self.audio_injector(self.injected[i], hidden, audio_tokens, audio_global)
-        cache.advance(hidden.shape[1])
+        cache.advance(frames * per_token)  # every token's keys (a sequence-parallel rank's blocks see only its own tokens)
         out = self.head(hidden, emb)
         return self._unpatchify(out, frames, h, w)
 

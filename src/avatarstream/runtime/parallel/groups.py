@@ -1,7 +1,7 @@
 """The process groups of a layout, made once per process after the default group is up.
 
-Generating ranks are numbered ``cfg_index * sp + sp_index`` (or by the
-denoising step they run, under ``steps=N``); the decode rank, when there is
+Generating ranks are numbered ``cfg_index * sp + sp_index`` (or
+``step * sp + sp_index`` under ``steps=N``); the decode rank, when there is
 one, is the last. Every rank creates every group (torch
 requires it) in one fixed order. ``current()`` is what the runtime of each
 pipeline built in this process uses; a process that never joined a group
@@ -29,7 +29,7 @@ class ParallelGroups:
     sp_group: dist.ProcessGroup | None = None  # this rank's sequence-parallel group (sp > 1, generating ranks)
     cfg_group: dist.ProcessGroup | None = None  # this rank's guidance group: the ranks at the same sp position (cfg > 1)
     shard_group: dist.ProcessGroup | None = None  # what FSDP2 shards over: the sp group, or every rank without a layout
-    step_group: dist.ProcessGroup | None = None  # steps=N: the step ranks, which hand each block on from step to step
+    step_group: dist.ProcessGroup | None = None  # steps=N: one rank per step (at this sp position), handing each block on
     to_decoder: dist.ProcessGroup | None = None  # the rank holding the final latents (the lead, or the last step's) -> decode rank
     from_decoder: dist.ProcessGroup | None = None  # finishing rank -> lead: frames (its own group: sends and receives run on two threads)
     control: ControlChannel | None = None
@@ -46,7 +46,7 @@ class ParallelGroups:
 
     @property
     def holds_final_latents(self) -> bool:
-        """Whether this follower makes the final latents (the last step's rank under ``steps=N``) and hands them on."""
+        """Whether this follower hands the final latents on (the last step's first rank under ``steps=N``)."""
         return self.layout.steps > 1 and self.rank == self.layout.last_step_rank
 
 
@@ -89,11 +89,21 @@ def join(layout: ParallelLayout, control: ControlChannel) -> ParallelGroups:
 
 
 def _join_steps(groups: ParallelGroups, layout: ParallelLayout) -> None:
-    """``steps=N``: one group of the step ranks; frames come to the lead from the finishing rank, final latents go from the
-    last step's rank to a decode rank. Each rank holds its whole DiT (a sharded one is sharded over this rank alone)."""
-    step_ranks = list(range(layout.steps))
-    step_group = dist.new_group(step_ranks)
-    groups.step_group = step_group if groups.rank in step_ranks else None
+    """``steps=N[,sp=S]``: an sp group per step and a step group per sp position (rank ``step * sp + s``: each sp rank of a
+    step hands the block, which every rank of the step holds whole, to the same sp rank of the next step); frames come
+    to the lead from the finishing rank, final latents go from the last step's first rank to a decode rank. Each rank
+    holds its whole DiT (a sharded one is sharded over this rank alone)."""
+    sp = layout.sp
+    for s in range(sp):
+        ranks = [step * sp + s for step in range(layout.steps)]
+        group = dist.new_group(ranks)
+        if groups.rank in ranks:
+            groups.step_group = group
+    for step in range(layout.steps if sp > 1 else 0):
+        ranks = [step * sp + s for s in range(sp)]
+        group = dist.new_group(ranks)
+        if groups.rank in ranks:
+            groups.sp_group = group
     groups.from_decoder = dist.new_group([0, layout.finishing_rank])
     if layout.decode:
         groups.to_decoder = dist.new_group([layout.last_step_rank, layout.finishing_rank])

@@ -1,13 +1,15 @@
-"""``--parallel sp=S,cfg=C[,decode]`` or ``steps=N[,decode]``: how the processes of one session split its work.
+"""``--parallel sp=S,cfg=C[,decode]`` or ``steps=N[,sp=S][,decode]``: how the processes of one session split its work.
 
 ``sp`` ranks split each DiT forward's tokens (Ulysses), ``cfg`` ranks split a
 step's guidance predictions, and ``decode`` adds one rank that runs the final
 stages (super-resolution, VAE decode) of chunk k while the others generate
-chunk k+1. ``steps`` ranks split a block's denoising steps: rank i runs step
-i of block b while rank i-1 runs step i-1 of block b+1 (for families whose
-steps each keep their own cache: Module.split_by_steps). The processes are
-``sp * cfg * steps`` (+1 with ``decode``). Without ``--parallel`` every
-process computes everything, which is what FSDP2 sharding alone needs.
+chunk k+1. ``steps`` groups split a block's denoising steps: group i runs step
+i of block b while group i-1 runs step i-1 of block b+1 (for families whose
+steps each keep their own cache: Module.split_by_steps); each group is one
+rank, or ``sp`` ranks splitting that step's forwards (rank ``i * sp + s``). The
+processes are ``sp * cfg * steps`` (+1 with ``decode``). Without
+``--parallel`` every process computes everything, which is what FSDP2
+sharding alone needs.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from avatarstream.errors import InputError
 
 KEYS = ("sp", "cfg", "steps", "decode")
-EXAMPLE = "sp=2,cfg=2, sp=4,decode or steps=4,decode"
+EXAMPLE = "sp=2,cfg=2, sp=4,decode, steps=4,decode or steps=4,sp=2"
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class ParallelLayout:
     sp: int = 1
     cfg: int = 1
     decode: bool = False
-    steps: int = 1  # ranks a block's denoising steps are split over (one step each)
+    steps: int = 1  # groups of sp ranks a block's denoising steps are split over (one step each)
 
     @property
     def generating_ranks(self) -> int:
@@ -46,8 +48,8 @@ class ParallelLayout:
 
     @property
     def last_step_rank(self) -> int:
-        """The rank that makes a block's final latents (0 unless the steps are split)."""
-        return self.steps - 1
+        """The rank that hands a block's final latents on (0 unless the steps are split: the last step group's first)."""
+        return (self.steps - 1) * self.sp
 
     @property
     def finishing_rank(self) -> int:
@@ -55,7 +57,7 @@ class ParallelLayout:
         return self.generating_ranks if self.decode else self.last_step_rank
 
     def text(self) -> str:
-        split = [f"steps={self.steps}"] if self.steps > 1 else [f"sp={self.sp}", f"cfg={self.cfg}"]
+        split = [f"steps={self.steps}", *([f"sp={self.sp}"] if self.sp > 1 else [])] if self.steps > 1 else [f"sp={self.sp}", f"cfg={self.cfg}"]
         return ",".join([*split, *(["decode"] if self.decode else [])])
 
 
@@ -80,11 +82,11 @@ def parse_parallel(text: str | None, nproc: int) -> ParallelLayout:
             raise InputError(f"--parallel: {key} must be 1 or more, got {number}")
         values[key] = number
     layout = ParallelLayout(values.get("sp", 1), values.get("cfg", 1), decode, values.get("steps", 1))
-    if layout.steps > 1 and layout.sp * layout.cfg > 1:
-        raise InputError(f"--parallel {text}: steps=N does not combine with sp or cfg yet; use steps=N[,decode] alone")
+    if layout.steps > 1 and layout.cfg > 1:
+        raise InputError(f"--parallel {text}: steps=N does not combine with cfg; use steps=N[,sp=S][,decode]")
     if layout.processes != nproc:
         extra = " + 1 decode rank" if decode else ""
-        split = f"steps {layout.steps}" if layout.steps > 1 else f"sp {layout.sp} x cfg {layout.cfg}"
+        split = f"steps {layout.steps}" + (f" x sp {layout.sp}" if layout.sp > 1 else "") if layout.steps > 1 else f"sp {layout.sp} x cfg {layout.cfg}"
         raise InputError(
             f"--parallel {text} needs {layout.processes} processes ({split}{extra}), but --nproc is {nproc}; make them agree (e.g. --nproc {layout.processes})"
         )

@@ -87,8 +87,7 @@ class FrameShards:
 
     def local_heads(self, x: Tensor) -> Tensor:
         """This rank's heads of a tensor every rank holds whole ([B, H, M, d]: keys of tokens outside the split)."""
-        per_rank = x.shape[1] // self.size
-        return x[:, self.rank * per_rank : (self.rank + 1) * per_rank]
+        return heads_of(x, self.rank, self.size)
 
     def attention(self, q: Tensor, k: Tensor, v: Tensor, replicated_keys: int = 0) -> Tensor:
         """Self-attention of the whole sequence from local q, k, v [B, H, prefix + n_local, d]; returns [B, H, n_local, d].
@@ -110,6 +109,12 @@ class FrameShards:
         return self.heads_to_sequence(F.scaled_dot_product_attention(q_all, k_all, v_all))
 
 
+def heads_of(x: Tensor, rank: int, ranks: int, dim: int = 1) -> Tensor:
+    """Rank ``rank``'s share of the heads (axis ``dim``) of a tensor held whole: the same heads the all-to-alls give it."""
+    per_rank = x.shape[dim] // ranks
+    return x.narrow(dim, rank * per_rank, per_rank)
+
+
 def check_heads(heads: int, sp: int, what: str) -> None:
     """A clear error before any forward when ``sp`` does not divide the head count."""
     if heads % sp:
@@ -119,6 +124,18 @@ def check_heads(heads: int, sp: int, what: str) -> None:
 
 #: (args of the network's forward) -> (latent frames, tokens per frame) of this forward.
 Measure = Callable[[tuple[Any, ...]], tuple[int, int]]
+
+
+def patched_latents(patch_h: int, patch_w: int) -> Measure:
+    """The ``measure`` of a network whose first argument is latents [B, C, frames, H, W] cut into ``patch_h`` x ``patch_w`` tokens."""
+
+    def measure(args: tuple[Any, ...]) -> tuple[int, int]:
+        x = args[0]
+        return x.shape[2], (x.shape[3] // patch_h) * (x.shape[4] // patch_w)
+
+    return measure
+
+
 #: (shards, a block's args, its kwargs, whether it is the first block) -> the args and kwargs of this rank's frames.
 Localize = Callable[[FrameShards, tuple[Any, ...], dict[str, Any], bool], tuple[tuple[Any, ...], dict[str, Any]]]
 
@@ -146,7 +163,7 @@ class SequenceSplit:
 
     @property
     def shards(self) -> FrameShards:
-        assert self._shards is not None, "shards exist from the network's forward on"
+        assert self._shards is not None, "shards exist during the network's forward"
         return self._shards
 
     def attention(self, q: Tensor, k: Tensor, v: Tensor, replicated_keys: int = 0) -> Tensor:
@@ -157,7 +174,11 @@ class SequenceSplit:
         self._shards = FrameShards(self.group, frames, tokens_per_frame)
 
     def _enter(self, _module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *, first: bool) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        return self.localize(self.shards, args, kwargs, first)
+        if self._shards is None:  # not inside the network's forward: nothing is split
+            return args, kwargs
+        return self.localize(self._shards, args, kwargs, first)
 
     def _gather(self, _module: nn.Module, _args: tuple[Any, ...], output: Tensor) -> Tensor:
-        return self.shards.gather_tokens(output, dim=1)
+        gathered = self.shards.gather_tokens(output, dim=1)
+        self._shards = None  # the forward is done
+        return gathered

@@ -9,7 +9,8 @@ generated latent frame as the reference and the same motion latents.
 
 Under ``--parallel steps=N`` each rank runs one step of every block against
 the one cache it holds (the others are allocated empty), and the first
-generated latent frame comes from the last step's rank.
+generated latent frame comes from the last step's rank. Under ``sp=S`` the
+caches and the sink hold this rank's share of the heads (``cache_heads``).
 
 The sink's temporal offset for every call comes from the session's seed (the
 reference draws it from Python's unseeded ``random``), or from a given list.
@@ -80,7 +81,7 @@ class LiveAvatarBlockStage(Stage):
         c = dit.config
         rows = self.geometry.cache_rows
         mine = self.dit.steps.mine(self.schedule.steps)  # the steps this rank runs hold a cache; the others' are empty
-        caches = [StepCache.empty(c.num_layers, 1, rows if i in mine else 0, c.num_heads, c.head_dim, dtype, device) for i in range(self.schedule.steps)]
+        caches = [StepCache.empty(c.num_layers, 1, rows if i in mine else 0, dit.cache_heads, c.head_dim, dtype, device) for i in range(self.schedule.steps)]
         sink = dit.prefill_sink(ctx["reference_latent"].to(device, dtype), ctx["motion_latents"].to(device, dtype), context)
         return BlockState(context, caches, sink)
 
