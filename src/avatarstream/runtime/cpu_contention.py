@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 STAT = "/proc/stat"
@@ -60,24 +59,10 @@ def read_sample(cores: frozenset[int]) -> CpuSample | None:
 class ThreadGovernor:
     """Chooses torch's CPU thread count from the load other programs put on this process's cores."""
 
-    def __init__(
-        self,
-        full_threads: int,
-        cores: frozenset[int],
-        *,
-        min_interval_s: float = 0.5,
-        busy_above: float = 0.5,
-        quiet_below: float = 0.25,
-        reader: Callable[[frozenset[int]], CpuSample | None] = read_sample,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.full_threads = full_threads
-        self.cores = cores
-        self.min_interval_s = min_interval_s
-        self.busy_above = busy_above
-        self.quiet_below = quiet_below
-        self._reader = reader
-        self._clock = clock
+    def __init__(self, full_threads: int, cores: frozenset[int], *, min_interval_s: float = 0.5, busy_above: float = 0.5, quiet_below: float = 0.25) -> None:
+        """``busy_above`` / ``quiet_below``: other programs' load on ``cores``, in cores, that takes one thread / gives every one back."""
+        self.full_threads, self.cores = full_threads, cores
+        self.min_interval_s, self.busy_above, self.quiet_below = min_interval_s, busy_above, quiet_below
         self._ticks_per_s = os.sysconf("SC_CLK_TCK")
         self._lock = threading.Lock()
         self.threads = full_threads
@@ -85,7 +70,7 @@ class ThreadGovernor:
         self.switches = 0
         self._reduced_s = 0.0  # closed stretches on fewer threads
         self._reduced_since = 0.0  # when the open one began
-        self._last = (clock(), reader(cores))
+        self._last = (time.monotonic(), read_sample(cores))
 
     @property
     def readable(self) -> bool:
@@ -95,11 +80,11 @@ class ThreadGovernor:
     def poll(self) -> None:
         """Look at the machine if ``min_interval_s`` has passed since the last look, and choose the thread count."""
         with self._lock:
-            now = self._clock()
+            now = time.monotonic()
             then, before = self._last
             if before is None or now - then < self.min_interval_s:
                 return
-            sample = self._reader(self.cores)
+            sample = read_sample(self.cores)
             if sample is None:
                 return
             self._last = (now, sample)
@@ -116,7 +101,7 @@ class ThreadGovernor:
 
     def seconds_on_fewer_threads(self) -> float:
         with self._lock:
-            open_stretch = self._clock() - self._reduced_since if self.threads < self.full_threads else 0.0
+            open_stretch = time.monotonic() - self._reduced_since if self.threads < self.full_threads else 0.0
             return self._reduced_s + open_stretch
 
     def report(self) -> dict[str, object]:
