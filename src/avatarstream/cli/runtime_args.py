@@ -8,7 +8,8 @@ from avatarstream.runtime.names import DEVICE_CHOICES
 
 THREADS_HELP = (
     "torch CPU threads (default: every core while the machine is quiet, one while another program competes for the cores, "
-    "re-chosen between chunks; frames can then differ in the last bit with the load: give a number for bit-identical reruns)"
+    "re-chosen between chunks; frames can then differ in the last bit with the load: give a number for bit-identical reruns; "
+    "bench keeps every core throughout, so the runs it compares have the same count)"
 )
 
 

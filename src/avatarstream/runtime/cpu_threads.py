@@ -23,13 +23,14 @@ _steered = threading.local()  # per thread: the count the governor last gave it 
 _last_given = {"threads": _DEFAULT_THREADS}  # what a new thread starts with, unless someone else set torch's count since
 
 
-def set_threads(threads: int | None) -> None:
-    """``--threads``: torch's intra-op threads; None: every core, one while another program competes (``fit_threads``)."""
+def set_threads(threads: int | None, *, follow_machine: bool = True) -> None:
+    """``--threads``: torch's intra-op threads; None: every core, one while another program competes (``fit_threads``), or
+    without ``follow_machine`` every core throughout (runs that are compared with each other need the same count)."""
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be at least 1, got {threads}")
-    _follow["machine"] = threads is None
+    _follow["machine"] = threads is None and follow_machine
     torch.set_num_threads(threads or _DEFAULT_THREADS)
-    if threads is None:
+    if _follow["machine"]:
         _steered.threads = _last_given["threads"] = _DEFAULT_THREADS
         _governor()  # its first look at the machine: loading the model is the window of its first choice
 
