@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from avatarstream.benchmarks import liveavatar_gpu as bench
+from avatarstream.runtime.launch import torchrun_command
+from avatarstream.runtime.parallel.layout import parse_parallel
 
 ROOT = Path(__file__).parents[2]
 
@@ -37,12 +39,35 @@ def test_dry_run_renders_every_scenario_with_its_figures(dry_run: dict[str, Any]
         assert set(record["stage_seconds"]) == {"reference_encode", "prompt_encode", "context_gen", "audio_to_video", "decode"}
         assert record["kv_cache_bytes"]["step_caches"] > record["kv_cache_bytes"]["sink"] > 0
         assert record["peak_device_bytes"] is None  # no device allocator on a CPU
-    assert dry_run["tiny"] and dry_run["weight_bytes"] > 0 and "steps=4 layout" in dry_run["not_run"]
+    assert dry_run["tiny"] and dry_run["weight_bytes"] > 0 and dry_run["processes"] == 1
+    assert {record["parallel"] for record in dry_run["scenarios"].values()} == {None}
+
+
+def test_the_widest_layout_the_gpus_allow() -> None:
+    assert [bench.layout_for(gpus) for gpus in (1, 2, 3, 4, 5, 7, 8, 16)] == [
+        None, ("sp=2", 2), ("sp=2", 2), ("steps=4", 4), ("steps=4,decode", 5), ("steps=4,decode", 5), ("steps=4,sp=2", 8), ("steps=4,sp=2", 8)
+    ]  # fmt: skip
+    for layout, processes in filter(None, map(bench.layout_for, range(1, 9))):
+        parse_parallel(layout, processes)  # an InputError unless the layout runs in exactly that many processes
+
+
+def test_a_parallel_dry_run_under_torchrun_measures_on_rank_0(tmp_path: Path) -> None:
+    """sp=2 over two gloo processes (the steps layouts' own frames are tests/runtime/test_parallel_steps.py's)."""
+    argv = ["--tiny", "--device", "cpu", "--threads", "1", "--out", str(tmp_path), "--parallel", "sp=2"]
+    done = subprocess.run(torchrun_command(2, argv, "avatarstream.benchmarks.liveavatar_gpu"), env={**os.environ, "OMP_NUM_THREADS": "1"},
+                          check=False, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads((tmp_path / bench.RESULT_FILE).read_text())
+    assert result["processes"] == 2 and list(result["scenarios"]) == ["resident"]
+    record = result["scenarios"]["resident"]
+    assert record["status"] == "ok" and record["parallel"] == "sp=2,cfg=1" and record["frames"] == round(bench.TINY_PLAN.seconds * 25)
 
 
 def test_the_script_runs_the_module_under_the_time_limit() -> None:
     script = (ROOT / "bench" / "liveavatar_gpu.sh").read_text()
     assert "source bench/gpu_env.sh" in script
     assert "timeout --kill-after=15 480" in script and "-m avatarstream.benchmarks.liveavatar_gpu" in script
+    assert "timeout --kill-after=15 240" in script and "timeout --kill-after=15 225" in script  # several GPUs: 240 + 225 s < 8 min
+    assert '--parallel "$LAYOUT"' in script
     assert os.access(ROOT / "bench" / "liveavatar_gpu.sh", os.X_OK)
     assert subprocess.run(["bash", "-n", str(ROOT / "bench" / "liveavatar_gpu.sh")], check=False).returncode == 0

@@ -5,16 +5,20 @@ on their values), as the InfiniteTalk benchmark does. Scenarios, each a render
 of looped bundled speech at 704x384 through the family's own pipeline: all
 weights resident, then umT5 offloaded. Reported per scenario: time to first
 frame, fps, real-time factor, the steady block time, per-stage time, peak
-device memory and the KV-cache bytes the session holds. One process only:
-the step-per-rank layout (``--parallel steps=4``) is not implemented. The JSON
-is rewritten after every scenario; none starts after the budget.
+device memory and the KV-cache bytes the session holds. Under torchrun with
+``--parallel LAYOUT`` (``layout_for`` picks the widest the GPUs allow: a rank
+per denoising step, plus a decode rank, plus sp=2 inside each step) every rank
+builds the networks on its GPU and rank 0 measures one scenario, all weights
+resident. The JSON is rewritten after every scenario; none starts after the budget.
 
     python -m avatarstream.benchmarks.liveavatar_gpu --out bench/results/DIR            # a CUDA GPU, ~4 min
+    torchrun --standalone --nproc-per-node 4 -m avatarstream.benchmarks.liveavatar_gpu --out DIR --parallel steps=4
     python -m avatarstream.benchmarks.liveavatar_gpu --out /tmp/x --tiny --device cpu   # tiny networks, seconds
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import statistics
 import time
@@ -27,6 +31,7 @@ from transformers import UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2FeatureExtrac
 from avatarstream.benchmarks.audio import bundled_speech, looped
 from avatarstream.benchmarks.infinitetalk_gpu import (
     GIB,
+    Progress,
     back_on_device,
     environment,
     is_out_of_memory,
@@ -49,12 +54,15 @@ from avatarstream.models.infinitetalk.vae import build_vae
 from avatarstream.models.liveavatar.audio_features import SAMPLE_RATE
 from avatarstream.models.liveavatar.config import S2VConfig
 from avatarstream.models.liveavatar.dit import FP32_PARAMETERS, S2VDiT
+from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.devices import synchronize
+from avatarstream.runtime.launch import RankInfo, finish, init_rank
+from avatarstream.runtime.parallel import groups
 from avatarstream.weights.meta_load import empty_weights
 
 DTYPE = torch.bfloat16
 RESULT_FILE = "liveavatar-gpu.json"
-NOT_RUN = {"steps=4 layout": "the step-per-rank --parallel layout is not implemented yet"}
+STEPS = 4  # the distilled sampler's steps: --parallel steps=N runs one per rank
 RESIDENCIES = {"resident": {"default": "resident"}, "text-encoder-offloaded": {"text_encoder": "offloaded", "default": "resident"}}
 
 
@@ -93,14 +101,40 @@ def build_networks(tiny: bool, device: torch.device, dtype: torch.dtype, seed: i
     return LiveAvatarNetworks(dit, vae, AudioEncoder(Wav2Vec2FeatureExtractor(do_normalize=True), audio), TextEncoder(text, tokenizer))
 
 
+def layout_for(gpus: int) -> tuple[str, int] | None:
+    """The widest ``--parallel`` layout ``gpus`` allow, and its processes: a rank per step (+ a decode rank), then sp=2 inside
+    each step; below one rank per step, sp=2 alone; None for one GPU."""
+    if gpus >= 2 * STEPS:
+        return f"steps={STEPS},sp=2", 2 * STEPS
+    if gpus > STEPS:
+        return f"steps={STEPS},decode", STEPS + 1
+    if gpus == STEPS:
+        return f"steps={STEPS}", STEPS
+    return ("sp=2", 2) if gpus >= 2 else None
+
+
+def _build(family: LiveAvatarFamily, plan: Plan, residency: str, device: torch.device) -> Pipeline:
+    pipeline = family.build(device, {"size": list(plan.size)}, residency=RESIDENCIES[residency], overlap=True, read_ahead=True)
+    pipeline.prepare()
+    return pipeline
+
+
+def follow_scenario(family: LiveAvatarFamily, plan: Plan, device: torch.device) -> None:
+    """A rank after 0 of a ``--parallel`` run: its part of rank 0's render."""
+    pipeline = _build(family, plan, "resident", device)
+    try:
+        pipeline.follow()
+    finally:
+        pipeline.runtime.close()
+
+
 def run_scenario(family: LiveAvatarFamily, plan: Plan, residency: str, device: torch.device) -> dict[str, Any]:
     width, height = plan.size
-    options = {"size": [width, height]}
-    describe = {"size": [width, height], "residency": RESIDENCIES[residency], "audio_s": plan.seconds}
+    parallel = groups.current().layout.text() if groups.current().distributed else None
+    describe = {"size": [width, height], "residency": RESIDENCIES[residency], "audio_s": plan.seconds, "parallel": parallel}
     pipeline = None
     try:
-        pipeline = family.build(device, options, residency=RESIDENCIES[residency], overlap=True, read_ahead=True)
-        pipeline.prepare()
+        pipeline = _build(family, plan, residency, device)
         synchronize(device)
         reset_device_peak(device)
         report = measure(pipeline, family.reference(None), looped(bundled_speech(SAMPLE_RATE), SAMPLE_RATE, plan.seconds))
@@ -131,10 +165,19 @@ def run_scenario(family: LiveAvatarFamily, plan: Plan, residency: str, device: t
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = run_parser(__doc__.split("\n\n")[0], RESULT_FILE, 330.0, "start no scenario after this many seconds")
+    parser.add_argument("--parallel", metavar="LAYOUT", help="under torchrun: the --parallel layout of one all-resident scenario (e.g. steps=4,decode)")
     args = parser.parse_args(argv)
     progress, device = start_run(parser, args)
+    info, device = init_rank(device, args.parallel)
+    try:
+        return _run(args, progress, device, info)
+    finally:
+        finish(info)
+
+
+def _run(args: argparse.Namespace, progress: Progress, device: torch.device, info: RankInfo) -> dict[str, Any]:
     plan = TINY_PLAN if args.tiny else REAL_PLAN
-    args.out.mkdir(parents=True, exist_ok=True)
+    scenarios = ["resident"] if info.distributed else plan.scenarios()
     path = args.out / RESULT_FILE
     dtype = DTYPE if device.type == "cuda" else torch.float32  # a CPU dry run: bf16 convolutions are slow there and measure nothing
     progress(f"building {'tiny' if args.tiny else 'real 14B'} networks on {device} in {dtype}")
@@ -142,6 +185,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     networks = build_networks(args.tiny, device, dtype)
     synchronize(device)
     family = LiveAvatarFamily.from_networks(networks, f"random {'tiny' if args.tiny else 'real-size'} weights")
+    if not info.publishes:
+        follow_scenario(family, plan, device)
+        return {}
+    args.out.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {
         "benchmark": "liveavatar-gpu",
         "environment": environment(device),
@@ -150,11 +197,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "weight_bytes": sum(m.size_bytes for m in family.modules.values()),
         "build_s": round(time.perf_counter() - start, 3),
         "plan": dataclasses.asdict(plan),
-        "not_run": NOT_RUN,
+        "processes": info.world_size,
         "scenarios": {},
     }
     progress(f"built in {result['build_s']:.1f} s, {result['weight_bytes'] / GIB:.1f} GiB of weights")
-    for residency in plan.scenarios():
+    for residency in scenarios:
         if progress.elapsed > args.budget_s:
             result["scenarios"][residency] = {"status": "skipped", "reason": f"time budget of {args.budget_s:g} s spent"}
             continue
