@@ -46,9 +46,13 @@ def settle(governor: ThreadGovernor) -> None:
 
 def test_the_governor_takes_one_thread_beside_busy_programs_and_every_core_after_them() -> None:
     governor = ThreadGovernor(len(CORES), CORES, min_interval_s=0.3)
+    settle(governor)
+    quiet_before = governor.others_cores < governor.quiet_below  # other tests' programs may be running (a parallel suite, a busy workstation)
     with busy_programs():
         settle(governor)
         assert governor.threads == 1 and governor.others_cores > governor.busy_above, governor.report()
+    if not quiet_before:
+        pytest.skip(f"the machine was busy before the test ({governor.report()}): every core cannot come back")
     settle(governor)
     assert governor.threads == len(CORES) and governor.others_cores < governor.quiet_below, governor.report()
     report = governor.report()
@@ -60,6 +64,7 @@ def test_a_worker_thread_follows_the_run_and_a_count_set_by_someone_else_stands(
     monkeypatch.setattr(cpu_threads, "_governors", [ThreadGovernor(len(CORES), CORES, min_interval_s=0.3)])
     worker: StreamWorker[int] = StreamWorker(DeviceOps(torch.device("cpu")), "test")
     try:
+        torch.set_num_threads(len(CORES))  # torch's default, which this module's fixture changed
         cpu_threads.set_threads(None)
         assert worker.take(worker.submit(torch.get_num_threads)) == len(CORES), "every core before the governor has seen any load"
         with busy_programs():

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from avatarstream.runtime.cpu_threads import set_threads
     from avatarstream.runtime.devices import resolve_device
 
-    set_threads(args.threads, follow_machine=False)  # scenarios compare runs: one thread count for all (contention renders apart)
+    set_threads(args.threads, follow_machine=False)  # scenarios compare runs: one thread count for all (contention's renders apart)
     device = resolve_device(args.device)
     args.out.mkdir(parents=True, exist_ok=True)
     ctx = BenchContext(

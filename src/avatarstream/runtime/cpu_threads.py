@@ -24,14 +24,15 @@ _last_given = {"threads": _DEFAULT_THREADS}  # what a new thread starts with, un
 
 
 def set_threads(threads: int | None, *, follow_machine: bool = True) -> None:
-    """``--threads``: torch's intra-op threads; None: every core, one while another program competes (``fit_threads``), or
-    without ``follow_machine`` every core throughout (runs that are compared with each other need the same count)."""
+    """``--threads``: torch's intra-op threads. None: torch's count as it is (one per core unless the program set another),
+    following the machine (``fit_threads``) where it is torch's default, unless ``follow_machine`` is off (runs that are
+    compared with each other need one count)."""
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be at least 1, got {threads}")
     _follow["machine"] = threads is None and follow_machine
-    torch.set_num_threads(threads or _DEFAULT_THREADS)
-    if _follow["machine"]:
-        _steered.threads = _last_given["threads"] = _DEFAULT_THREADS
+    if threads is not None:
+        torch.set_num_threads(threads)
+    elif _follow["machine"]:
         _governor()  # its first look at the machine: loading the model is the window of its first choice
 
 
