@@ -1,21 +1,21 @@
-"""Two minutes of liveavatar peak in host memory where thirty seconds do, with the exact frame counts (tiny checkpoint, CPU).
+"""Two minutes of liveavatar: the exact frame count, and host memory that does not grow (tiny checkpoint, CPU).
 
-The ten-minute figure is in docs/models/liveavatar.md; two minutes (250 blocks, the rolling caches and the audio
-window wrapped many times) keep the suite's time.
+Memory is judged within the run: a process's peak RSS moves from one run to the next with the timing of its
+allocations (30-s runs of this test peaked between 524 and 606 MiB), which a comparison of two runs' peaks would take
+for growth. The ten-minute figures are in docs/models/liveavatar.md.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from long_render import assert_flat, render_report
+from long_render import assert_no_growth, render_report
 
 #: Small and fast: 64x64, two steps, the default rolling cache, a 1 s audio window.
 FAST = ["--size", "64x64", "--steps", "2", "--audio-window", "1", "--audio-lookahead", "4", "--preset", "ultrafast"]
 
 
-def test_two_minutes_peak_like_thirty_seconds(tiny_liveavatar: Path, tmp_path: Path) -> None:
-    short = render_report("liveavatar", tiny_liveavatar, tmp_path, 30, FAST)
+def test_two_minutes_hold_their_memory(tiny_liveavatar: Path, tmp_path: Path) -> None:
     long = render_report("liveavatar", tiny_liveavatar, tmp_path, 120, FAST)
-    assert short["frames"] == 750 and long["frames"] == 3000
-    assert_flat(short, long)
+    assert long["frames"] == 3000 and long["peak_device_bytes"] is None  # exactly 120 s at 25 fps; no device allocator on the CPU
+    assert_no_growth(long)
