@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from terminal import as_in_a_terminal
 
 from avatarstream.cli.main import main
 from publish.mp4_checks import decode
@@ -35,7 +36,8 @@ def test_signal_midway_finalizes_the_mp4(tmp_path: Path, sig: signal.Signals, co
     audio, out, trace = tmp_path / "long.wav", tmp_path / "out.mp4", tmp_path / "trace.json"
     write_sine(audio, "pcm_s16le", 16000, 1, 600.0)
     exe = Path(sys.executable).with_name("avatarstream")
-    proc = subprocess.Popen([str(exe), "render", *TINY, "--audio", str(audio), "--out", str(out), "--trace", str(trace)], stderr=subprocess.PIPE, text=True)
+    command = [str(exe), "render", *TINY, "--audio", str(audio), "--out", str(out), "--trace", str(trace)]
+    proc = subprocess.Popen(as_in_a_terminal(command), stderr=subprocess.PIPE, text=True)
     try:
         wait_for_decoded_frames(trace, proc)
         proc.send_signal(sig)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from terminal import as_in_a_terminal
 
 from avatarstream.benchmarks.local_server import free_port
 from sources.sine_files import write_sine
@@ -21,7 +22,7 @@ def _render(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
     url = f"http://127.0.0.1:{free_port()}/"
     command = [sys.executable, "-m", "avatarstream.cli.main", "render", "--model", "demo-tiny", "--threads", "1", "--no-progress", "--audio", str(audio),
                "--out", "-", "--preview", url.removeprefix("http://").rstrip("/"), *extra]  # fmt: skip
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), url
+    return subprocess.Popen(as_in_a_terminal(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), url
 
 
 def test_preview_outlives_the_render_until_ctrl_c(tmp_path: Path) -> None:

@@ -53,10 +53,13 @@ def test_the_governor_takes_one_thread_beside_busy_programs_and_every_core_after
         assert governor.threads == 1 and governor.others_cores > governor.busy_above, governor.report()
     if not quiet_before:
         pytest.skip(f"the machine was busy before the test ({governor.report()}): every core cannot come back")
-    settle(governor)
+    for _ in range(5):  # a few windows: other programs' short bursts (a test's own subprocesses) may delay it
+        settle(governor)
+        if governor.threads == len(CORES):
+            break
     assert governor.threads == len(CORES) and governor.others_cores < governor.quiet_below, governor.report()
     report = governor.report()
-    assert report["switches"] == 2 and report["seconds_on_fewer_threads"] > 0, report
+    assert report["switches"] >= 2 and report["seconds_on_fewer_threads"] > 0, report
 
 
 def test_a_worker_thread_follows_the_run_and_a_count_set_by_someone_else_stands(monkeypatch: pytest.MonkeyPatch) -> None:
