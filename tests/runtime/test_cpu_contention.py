@@ -64,7 +64,8 @@ def test_the_governor_takes_one_thread_beside_busy_programs_and_every_core_after
 
 def test_a_worker_thread_follows_the_run_and_a_count_set_by_someone_else_stands(monkeypatch: pytest.MonkeyPatch) -> None:
     before = torch.get_num_threads()
-    monkeypatch.setattr(cpu_threads, "_governors", [ThreadGovernor(len(CORES), CORES, min_interval_s=0.3)])
+    governor = ThreadGovernor(len(CORES), CORES, min_interval_s=0.3)  # a shorter window than the process's, for a quick test
+    monkeypatch.setattr(cpu_threads, "_machine_governor", lambda: governor)
     worker: StreamWorker[int] = StreamWorker(DeviceOps(torch.device("cpu")), "test")
     try:
         torch.set_num_threads(len(CORES))  # torch's default, which this module's fixture changed

@@ -44,11 +44,11 @@ def measure_contention(model: str, seconds: float, repeats: int, out_dir: Path, 
     """Median real-time factor and first frame of each variant alone and next to the competing job, and the slowdown."""
     audio = out_dir / "contention-speech.wav"
     _write_wav(audio, looped_array(bundled_speech(RATE), RATE, seconds))
-    rows = []
+    rows, cores = [], len(os.sched_getaffinity(0))
     try:
         for name in variants:
             env, options = VARIANTS[name]
-            options = [option.format(cores=len(os.sched_getaffinity(0))) for option in options]
+            options = [option.format(cores=cores) for option in options]
             alone = [_render(model, audio, env, options, out_dir) for _ in range(repeats)]
             with _CompetingJob() as job:
                 loaded = [_render(model, audio, env, options, out_dir) for _ in range(repeats)]
@@ -56,7 +56,7 @@ def measure_contention(model: str, seconds: float, repeats: int, out_dir: Path, 
             rows.append(_row(name, env, options, alone, loaded))
     finally:
         audio.unlink(missing_ok=True)
-    return {"model": model, "cores": len(os.sched_getaffinity(0)), "competing_job": "torch matmul on every core, OpenMP defaults", "rows": rows}
+    return {"model": model, "cores": cores, "competing_job": "torch matmul on every core, OpenMP defaults", "rows": rows}
 
 
 def measure_load_memory(model: str, seconds: float, repeats: int, out_dir: Path, longer: float = 9.0) -> dict[str, Any]:

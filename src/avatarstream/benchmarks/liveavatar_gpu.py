@@ -47,6 +47,7 @@ from avatarstream.families.liveavatar.family import LiveAvatarFamily
 from avatarstream.families.liveavatar.load_audio import AudioEncoder
 from avatarstream.families.liveavatar.memory import WAV2VEC2_LARGE, kv_bytes
 from avatarstream.families.liveavatar.networks import LiveAvatarNetworks
+from avatarstream.families.liveavatar.presets import PRESETS
 from avatarstream.families.liveavatar.tiny import TINY, TINY_WAV2VEC2
 from avatarstream.models.infinitetalk.config import VAEConfig
 from avatarstream.models.infinitetalk.text_encoder import TextEncoder, umt5_config
@@ -62,7 +63,7 @@ from avatarstream.weights.meta_load import empty_weights
 
 DTYPE = torch.bfloat16
 RESULT_FILE = "liveavatar-gpu.json"
-STEPS = 4  # the distilled sampler's steps: --parallel steps=N runs one per rank
+STEPS = PRESETS["liveavatar"].steps  # the distilled sampler's steps: --parallel steps=N runs one per rank
 RESIDENCIES = {"resident": {"default": "resident"}, "text-encoder-offloaded": {"text_encoder": "offloaded", "default": "resident"}}
 
 

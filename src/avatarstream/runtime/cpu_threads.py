@@ -8,6 +8,7 @@ the order in which a program imports torch and avatarstream does not matter.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 
@@ -17,7 +18,6 @@ from avatarstream.errors import InputError
 from avatarstream.runtime.cpu_contention import ThreadGovernor
 
 _DEFAULT_THREADS = torch.get_num_threads()  # torch's own choice, one per core, before anything sets it
-_governors: list[ThreadGovernor] = []  # the process's one governor, made at the first run that follows the machine
 _follow = {"machine": True}  # False while the user's thread count (set_threads) stands
 _steered = threading.local()  # per thread: the count the governor last gave it (torch keeps the count per thread)
 _last_given = {"threads": _DEFAULT_THREADS}  # what a new thread starts with, unless someone else set torch's count since
@@ -58,17 +58,24 @@ def restore_threads() -> None:
 
 def _governor() -> ThreadGovernor | None:
     """The governor while the machine is followed; None where the user chose a count, there is one core, or no counters."""
-    if not _follow["machine"] or _DEFAULT_THREADS < 2:
-        return None
-    if not _governors:
-        cores = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset(range(os.cpu_count() or 1))
-        _governors.append(ThreadGovernor(_DEFAULT_THREADS, cores))
-    return _governors[0] if _governors[0].readable else None
+    return _machine_governor() if _follow["machine"] and _DEFAULT_THREADS > 1 else None
+
+
+@functools.cache
+def _machine_governor() -> ThreadGovernor | None:
+    """The process's one governor, made at the first run that follows the machine (None where /proc cannot be read)."""
+    governor = ThreadGovernor(_DEFAULT_THREADS, _cores())
+    return governor if governor.readable else None
+
+
+def _cores() -> frozenset[int]:
+    """The CPUs this process may run on."""
+    return frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset(range(os.cpu_count() or 1))
 
 
 def cpu_report() -> dict[str, object]:
     """What the report says about CPU threading (the figures depend on it)."""
     governor = _governor()
-    return {"threads": torch.get_num_threads(), "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+    return {"threads": torch.get_num_threads(), "cores": len(_cores()),
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "gomp_spincount": os.environ.get("GOMP_SPINCOUNT"),
             "follows_machine": governor.report() if governor is not None else None}  # fmt: skip
