@@ -69,6 +69,7 @@ class ReportRecorder(RunObserver):
             "wall_s": round(done.end_s - done.start_s, 6),
             "resumable_bytes": done.resumable_bytes,
             "rss_bytes": current_rss_bytes(),
+            "peak_rss_bytes": peak_rss_bytes(),  # the process's peak so far: one run's peak at 30 s against its peak at 10 min
             **(self._chunk_fields() if self._chunk_fields is not None else {}),
         }
         self._spool.write(json.dumps(record) + "\n")

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from avatarstream.runtime.allocator import release_free_memory
+from avatarstream.runtime.cpu_convolution import onednn_convolutions
 from avatarstream.runtime.cpu_threads import fit_threads, restore_threads
 
 Stream = Any  # torch.cuda.Stream on a GPU, None on CPU
@@ -119,6 +120,10 @@ class DeviceOps:
         """Give freed host memory back to the system (a CPU run's chunk buffers; rate-limited, see ``allocator``)."""
         release_free_memory()
 
+    def choose_kernels(self, network: torch.nn.Module) -> None:
+        """When a network joins a run: the CPU kernels torch would not pick itself (video convolutions through oneDNN, ``cpu_convolution``)."""
+        onednn_convolutions(network)
+
     def fit_threads(self) -> None:
         """At a chunk boundary, on a thread that runs operators: its CPU thread count for the machine's load (``cpu_threads``)."""
         fit_threads()
@@ -179,6 +184,9 @@ class CudaOps(DeviceOps):
 
     def release_host_memory(self) -> None:
         """Nothing: a GPU run's chunk buffers live in the device allocator, and a trim per chunk would only cost time."""
+
+    def choose_kernels(self, network: torch.nn.Module) -> None:
+        """Nothing: cuDNN picks its own algorithms."""
 
     def fit_threads(self) -> None:
         """Nothing: a GPU run's operators run on the device, and a look at the CPU load per block would only cost time."""

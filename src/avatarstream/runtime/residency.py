@@ -126,6 +126,7 @@ class Runtime:
             if found is None:
                 spec = self._spec(module)
                 self._take_over(module, spec)
+                self.ops.choose_kernels(module.network)
                 found = spec.build(module, self.ops)
                 self._residencies[module.name] = found
                 self._hooks[module.name] = self._watch(module.network)
