@@ -34,8 +34,10 @@ def assert_no_growth(report: dict[str, Any], window_s: float = 30.0) -> None:
     peak_early, peak_end = chunks[window - 1]["peak_rss_bytes"], chunks[-1]["peak_rss_bytes"]
     rss = np.array([c["rss_bytes"] for c in chunks], dtype=np.float64)
     first, last = rss[:window].max(), rss[-window:].max()
-    print(f"\nprocess peak: {peak_early / 2**20:.1f} MiB at {window_s:g} s, {peak_end / 2**20:.1f} MiB at the end; "
-          f"RSS per chunk: first {window_s:g} s peak {first / 2**20:.1f} MiB, last {window_s:g} s peak {last / 2**20:.1f} MiB")
+    print(
+        f"\nprocess peak: {peak_early / 2**20:.1f} MiB at {window_s:g} s, {peak_end / 2**20:.1f} MiB at the end; "
+        f"RSS per chunk: first {window_s:g} s peak {first / 2**20:.1f} MiB, last {window_s:g} s peak {last / 2**20:.1f} MiB"
+    )
     assert peak_end / peak_early < 1.02, f"the process's peak RSS rose {100 * (peak_end / peak_early - 1):.1f}% after the first {window_s:g} s"
     assert last / first < 1.02, f"the last {window_s:g} s peaked {100 * (last / first - 1):.1f}% above the first"
     warm = rss[len(rss) // 10 :]
