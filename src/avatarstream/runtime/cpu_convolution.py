@@ -14,10 +14,12 @@ The buffers' churn is also what made a long CPU run's peak RSS wander by
 time, while the memory actually in use moves by 2 %.
 
 Only convolutions with a spatial window (height and width both above 1) and
-stride 1 are sent; pointwise, temporal-only and patchify convolutions keep
-torch's choice, which is the faster one for them (measured in
-docs/runtime.md). Anything but a float32 CPU tensor without gradients also
-keeps torch's path, so a network moved to a GPU is unaffected.
+stride 1 are sent, and only calls of at least ``MIN_MACS`` multiply-adds:
+pointwise, temporal-only and patchify convolutions, and calls so small that
+oneDNN's fixed cost of some 40 us dominates, keep torch's choice, which is
+the faster one for them (measured in docs/runtime.md). Anything but a float32
+CPU tensor without gradients also keeps torch's path, so a network moved to a
+GPU is unaffected.
 """
 
 from __future__ import annotations
@@ -27,37 +29,49 @@ import weakref
 import torch
 from torch import nn
 
+#: Below this many multiply-adds a call keeps torch's kernel: oneDNN won every measured shape from 1.8 M up and lost some at 0.4 M.
+MIN_MACS = 1_000_000
+
 _routed: weakref.WeakSet[nn.Conv3d] = weakref.WeakSet()  # convolutions whose forward already goes through oneDNN
 
 
-def _takes_onednn(conv: nn.Conv3d) -> bool:
-    """A 3x3-in-space, stride-1 convolution with explicit zero padding: the shape oneDNN wins on."""
+def _onednn_padding(conv: nn.Conv3d) -> list[int] | None:
+    """The padding to hand oneDNN for a 3x3-in-space, stride-1 convolution with explicit zero padding (the shape oneDNN
+    wins on); None for every other convolution, which keeps torch's choice."""
     height, width = conv.kernel_size[-2], conv.kernel_size[-1]
-    return height > 1 and width > 1 and conv.stride == (1, 1, 1) and conv.padding_mode == "zeros" and not isinstance(conv.padding, str)
+    if height == 1 or width == 1 or conv.stride != (1, 1, 1) or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+        return None
+    return list(conv.padding)
 
 
-def _onednn_forward(conv: nn.Conv3d) -> None:
+def _onednn_forward(conv: nn.Conv3d, padding: list[int]) -> None:
     torch_forward = conv._conv_forward  # the bound method of nn.Conv3d, used for everything oneDNN should not take
-    padding, stride, dilation = list(conv.padding), list(conv.stride), list(conv.dilation)
+    stride, dilation = list(conv.stride), list(conv.dilation)
 
     def forward(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        cpu_float = input.device.type == "cpu" and input.dtype == torch.float32 and weight.dtype == torch.float32
-        if not cpu_float or not torch.backends.mkldnn.enabled or (torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad)):
-            return torch_forward(input, weight, bias)
-        return torch.mkldnn_convolution(input, weight, bias, padding, stride, dilation, conv.groups)
+        cpu_float = input.device.type == "cpu" and input.dtype == torch.float32 and weight.dtype == torch.float32 and input.dim() == 5
+        large = cpu_float and input.numel() // input.shape[1] * weight.numel() >= MIN_MACS  # input positions x (out x in/groups x window)
+        gradients = torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad)
+        output: torch.Tensor
+        if not large or gradients or not torch.backends.mkldnn.enabled:
+            output = torch_forward(input, weight, bias)
+        else:
+            output = torch.mkldnn_convolution(input, weight, bias, padding, stride, dilation, conv.groups)
+        return output
 
     conv._conv_forward = forward  # type: ignore[method-assign]  # an instance attribute: nn.Conv3d.forward calls self._conv_forward
 
 
 def onednn_convolutions(network: nn.Module) -> int:
     """Send ``network``'s spatial 3-D convolutions to oneDNN on the CPU (once per convolution); how many are sent."""
-    if not torch.backends.mkldnn.is_available():
+    if not torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
         return 0
     sent = 0
-    for conv in network.modules():
-        if isinstance(conv, nn.Conv3d) and _takes_onednn(conv):
+    for conv in (m for m in network.modules() if isinstance(m, nn.Conv3d)):
+        padding = _onednn_padding(conv)
+        if padding is not None:
             if conv not in _routed:
-                _onednn_forward(conv)
+                _onednn_forward(conv, padding)
                 _routed.add(conv)
             sent += 1
     return sent
