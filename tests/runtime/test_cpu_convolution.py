@@ -35,7 +35,8 @@ def test_spatial_convolutions_leave_the_im2col_path_with_the_same_result() -> No
     with torch.inference_mode():
         before, expected = kernels(network[:1], x), network(x)
         assert onednn_convolutions(network) == 1  # the 3x3x3 one; the others are faster on torch's choice
-        assert onednn_convolutions(network) == 1  # a second call routes nothing twice
+        routed_forward = network[0]._conv_forward
+        assert onednn_convolutions(network) == 1 and network[0]._conv_forward is routed_forward  # a second call wraps nothing twice
         after, routed = kernels(network[:1], x), network(x)
     assert before == {"aten::slow_conv3d_forward"} and after == {"aten::mkldnn_convolution"}
     torch.testing.assert_close(routed, expected, rtol=1e-5, atol=1e-5)
