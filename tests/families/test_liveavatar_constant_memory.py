@@ -1,7 +1,7 @@
 """Two minutes of liveavatar peak in host memory where 30 seconds do, with the exact frame count (tiny checkpoint, CPU).
 
 Before the CPU runtime sent the VAE's video convolutions to oneDNN (``runtime/cpu_convolution``), two runs of one command
-peaked up to 15 % apart: glibc kept the im2col buffers of torch's fallback kernel as free heap, laid out differently each
+peaked up to 17 % apart: glibc kept the im2col buffers of torch's fallback kernel as free heap, laid out differently each
 run. The ten-minute figures are in docs/models/liveavatar.md.
 """
 
