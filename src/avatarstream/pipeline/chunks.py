@@ -81,7 +81,7 @@ class FrameLayout:
     """How timeline (latent) frames map to video frames, for VAEs that compress time.
 
     The first timeline frame covers ``first`` video frames, every later one
-    ``stride`` (a causal video VAE such as Wan's: 1, then 4). The default, 1
+    ``stride`` (a causal video VAE with temporal stride 4: 1, then 4). The default, 1
     and 1, is a timeline of video frames.
     """
 

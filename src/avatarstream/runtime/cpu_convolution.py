@@ -5,13 +5,13 @@ channels x the first spatial size exceeds 20,480 (``ConvParams::use_mkldnn``,
 "for some case, native is faster"). That rule was written for images; for a
 video the product leaves out height and width, so a video VAE's 3x3x3
 convolutions fall back to ``slow_conv3d`` whenever the channels or frames are
-few: every layer of a tiny checkpoint, and a real Wan VAE's 96-channel layers
-on a 3-frame chunk up to 60 rows. ``slow_conv3d`` unfolds its input into a
-fresh column buffer on every call (6.75 MiB per call, 17 calls per
-LiveAvatar block at 64x64) and is 3-8x slower than oneDNN on those shapes.
-The buffers' churn is also what made a long CPU run's peak RSS wander by
-±7 % between runs: glibc keeps them as free heap, laid out differently each
-time, while the memory actually in use moves by 2 %.
+few: every layer of a tiny checkpoint, and a real-size video VAE's
+96-channel layers on a 3-frame chunk up to 60 rows. ``slow_conv3d`` unfolds
+its input into a fresh column buffer on every call (6.75 MiB per call, 17
+calls per 12-frame block at 64x64) and is 3-8x slower than oneDNN on those
+shapes. The buffers' churn is also what made a long CPU run's peak RSS
+wander by ±7 % between runs: glibc keeps them as free heap, laid out
+differently each time, while the memory actually in use moves by 2 %.
 
 Only convolutions with a spatial window (height and width both above 1) and
 stride 1 are sent, and only calls of at least ``MIN_MACS`` multiply-adds:
@@ -24,15 +24,11 @@ GPU is unaffected.
 
 from __future__ import annotations
 
-import weakref
-
 import torch
 from torch import nn
 
 #: Below this many multiply-adds a call keeps torch's kernel: oneDNN won every measured shape from 1.8 M up and lost some at 0.4 M.
 MIN_MACS = 1_000_000
-
-_routed: weakref.WeakSet[nn.Conv3d] = weakref.WeakSet()  # convolutions whose forward already goes through oneDNN
 
 
 def _onednn_padding(conv: nn.Conv3d) -> list[int] | None:
@@ -70,8 +66,7 @@ def onednn_convolutions(network: nn.Module) -> int:
     for conv in (m for m in network.modules() if isinstance(m, nn.Conv3d)):
         padding = _onednn_padding(conv)
         if padding is not None:
-            if conv not in _routed:
+            if "_conv_forward" not in vars(conv):  # not routed yet: the class's method, not an instance attribute
                 _onednn_forward(conv, padding)
-                _routed.add(conv)
             sent += 1
     return sent
