@@ -9,7 +9,8 @@ import torch
 from avatarstream.avatars.identity import HELD_OUT_IDENTITIES
 from avatarstream.avatars.speech import espeak_available
 from avatarstream.models.demo import AudioEncoder, CausalVAE, DemoConfig
-from avatarstream.training.a2v import ChunkGeometry, sample_chunks
+from avatarstream.training.a2v import sample_chunks
+from avatarstream.training.a2v_parts import ChunkGeometry
 from avatarstream.training.data import ClipSpec, frame_batches, make_clip
 from avatarstream.training.latents import encode_clips
 

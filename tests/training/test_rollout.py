@@ -6,7 +6,8 @@ import torch
 from test_steps import synthetic_latents
 
 from avatarstream.models.demo import A2VDiT, AudioEncoder, DemoConfig, FlowMatchEuler, ReferenceEncoder, TextEncoder
-from avatarstream.training.a2v import A2VModels, ChunkGeometry, WindowAudio, sample_chunks, train_a2v
+from avatarstream.training.a2v import WindowAudio, sample_chunks, train_a2v
+from avatarstream.training.a2v_parts import A2VModels, ChunkGeometry
 from avatarstream.training.rollout import RolloutBuffer, RolloutSettings, sample_chains
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from avatarstream.models.demo import A2VDiT, AudioEncoder, CausalVAE, DemoConfig, ReferenceEncoder, SRDiT, TextEncoder
-from avatarstream.training.a2v import A2VModels, ChunkGeometry, flow_loss, sample_chunks
+from avatarstream.training.a2v import flow_loss, sample_chunks
+from avatarstream.training.a2v_parts import A2VModels, ChunkGeometry
 from avatarstream.training.data import frame_batches
 from avatarstream.training.latents import LatentSet
 from avatarstream.training.schedule import optimizer, step

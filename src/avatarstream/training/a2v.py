@@ -22,27 +22,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
-from avatarstream.models.demo import A2VDiT, AudioEncoder, FlowMatchEuler, ReferenceEncoder
+from avatarstream.models.demo import FlowMatchEuler
+from avatarstream.training.a2v_parts import A2VModels, ChunkGeometry
 from avatarstream.training.latents import LatentSet
 from avatarstream.training.losses import flow_times, weighted_error
 from avatarstream.training.rollout import RolloutBuffer, RolloutSettings, sample_chains
 from avatarstream.training.schedule import optimizer, step
-
-
-@dataclass(frozen=True)
-class ChunkGeometry:
-    chunk_frames: int = 12
-    interp_frames: int = 3
-    motion_frames: int = 2
-    first_chunk_share: float = 0.15
-    cond_noise: float = 0.2
-    """Motion frames get Gaussian noise of std U(0, cond_noise): inference feeds back generated latents."""
-    anchor_noise: float = 0.03
-    """The same for I-chunk anchors, kept below the spread of the frames between them around their blend (0.1):
-    anchors are never fed back, and the DiT predicts that small residual (`bridge_hint.py`)."""
 
 
 @dataclass
@@ -122,16 +110,6 @@ def _audio_window(samples: Tensor, begin: int, end: int) -> Tensor:
     if hi > lo:
         out[lo - begin : hi - begin] = samples[lo:hi]
     return out
-
-
-class A2VModels(nn.Module):
-    """The modules trained together (one optimiser, one EMA)."""
-
-    def __init__(self, dit: A2VDiT, audio_encoder: AudioEncoder, reference_encoder: ReferenceEncoder) -> None:
-        super().__init__()
-        self.dit = dit
-        self.audio_encoder = audio_encoder
-        self.reference_encoder = reference_encoder
 
 
 def flow_loss(models: A2VModels, chunk: ChunkBatch, text: Tensor, cond_noise: float, shift: float, generator: torch.Generator) -> Tensor:

@@ -21,7 +21,8 @@ import torch
 from avatarstream.families.demo import DEFAULT_SHIFT, DEFAULT_STEPS, DemoFamily
 from avatarstream.models.demo import A2VDiT, AudioEncoder, CausalVAE, DemoConfig, FlowMatchEuler, ReferenceEncoder, SRDiT, TextEncoder
 from avatarstream.runtime.devices import resolve_device
-from avatarstream.training.a2v import A2VModels, ChunkGeometry, train_a2v
+from avatarstream.training.a2v import train_a2v
+from avatarstream.training.a2v_parts import A2VModels, ChunkGeometry
 from avatarstream.training.data import ClipSpec, frame_batches, render_clips
 from avatarstream.training.latents import LatentSet, encode_clips
 from avatarstream.training.rollout import RolloutSettings

@@ -27,17 +27,14 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from avatarstream.models.demo import FlowMatchEuler
 from avatarstream.stages.demo.audio_to_video import sample_window
+from avatarstream.training.a2v_parts import A2VModels, ChunkGeometry
 from avatarstream.training.latents import LatentSet
-
-if TYPE_CHECKING:  # a2v.py imports this module
-    from avatarstream.training.a2v import A2VModels, ChunkGeometry
 
 
 @dataclass(frozen=True)
