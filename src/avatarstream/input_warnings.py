@@ -6,9 +6,10 @@ noise". Two kinds reach a run:
 * about the weights, the same for every run of a loaded model: a family lists
   them in its ``warnings`` attribute (``model_warnings`` reads it; a family
   without one has none);
-* about one run's inputs: the code that reads an input calls ``warn(text)``.
-  Whoever runs the render collects them with ``collecting(warnings)`` around
-  the calls that read inputs; nothing collecting, the text goes to stderr.
+* about one run's inputs: the code that reads an input calls ``warn(text)``
+  (``sources/warn.py``, below the readers). Whoever runs the render collects
+  them with ``collecting(warnings)`` around the calls that read inputs;
+  nothing collecting, the text goes to stderr.
 
 ``api.render`` prints each once on stderr (``warning: ...``) and puts them in
 the report's ``warnings``; the server puts them in the session's JSON
@@ -18,12 +19,11 @@ the report's ``warnings``; the server puts them in the session's JSON
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextvars import ContextVar
 
 from avatarstream.sources.pcm import PcmBlock
+from avatarstream.sources.warn import warnings_to
 
 
 class Warnings:
@@ -58,29 +58,14 @@ class Warnings:
         return len(self._texts)
 
 
-_collecting: ContextVar[Warnings | None] = ContextVar("avatarstream_warnings", default=None)
-
-
-def warn(text: str) -> None:
-    """A warning about an input being read now: to the collector of this context, else to stderr."""
-    target = _collecting.get()
-    if target is None:
-        print(f"warning: {text}", file=sys.stderr)
-    else:
-        target.add(text)
-
-
 @contextlib.contextmanager
 def collecting(warnings: Warnings | None) -> Iterator[None]:
     """``warn`` adds to ``warnings`` inside the block (on this thread; None: leave it as it is)."""
     if warnings is None:
         yield
         return
-    token = _collecting.set(warnings)
-    try:
+    with warnings_to(warnings.add):
         yield
-    finally:
-        _collecting.reset(token)
 
 
 def model_warnings(family: object) -> list[str]:

@@ -11,9 +11,9 @@ from avatarstream.avatars.detect import looks_procedural
 from avatarstream.avatars.identity import Identity
 from avatarstream.avatars.renderer import reference_image
 from avatarstream.errors import InputError
-from avatarstream.input_warnings import warn
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image, square_resize
+from avatarstream.sources.warn import warn
 
 PHOTO_NOTE = (
     "the reference is not a procedural avatar, and the bundled demo weights animate only those, the faces they were trained on "
