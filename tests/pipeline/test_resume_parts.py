@@ -13,10 +13,11 @@ import torch
 
 from avatarstream.families.block_plan import BlockPlan
 from avatarstream.families.registry import load_family
+from avatarstream.pipeline.emitter import Handover
 from avatarstream.pipeline.observer import ChunkDone, RunObserver
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.pipeline.report import ReportRecorder
-from avatarstream.pipeline.resume import Handover, Resumable, StageParts, nbytes_of
+from avatarstream.pipeline.resume import Resumable, StageParts, nbytes_of
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
 from avatarstream.runtime.overlap import FinalizeWorker

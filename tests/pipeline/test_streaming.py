@@ -133,7 +133,7 @@ def test_overlapped_execution_gives_identical_frames(reference) -> None:
     sequential = family.pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=2, overlap=False)
     overlapped = family.pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=2, overlap=True)
     ahead = family.pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=2, overlap=True, read_ahead=True)
-    assert [s.name for s in ahead._independent] == ["context_gen"]  # prepared a chunk ahead
+    assert [s.name for s in ahead.independent] == ["context_gen"]  # prepared a chunk ahead
     a = list(sequential.stream(iter(pieces(samples, 7)), reference, seed=9))
     for other in (overlapped, ahead):
         b = list(other.stream(iter(pieces(samples, 7)), reference, seed=9))

@@ -29,7 +29,7 @@ def main(out: Path) -> None:
     if info.publishes:
         np.save(out / "frames.npy", render(pipeline))
         (out / "runtime.txt").write_text(
-            f"{pipeline.runtime.summary()['policies']} sequential_only={pipeline.runtime.sequential_only} followers_finish={pipeline.followers_finish}"
+            f"{pipeline.runtime.summary()['policies']} sequential_only={pipeline.runtime.sequential_only} collective_finals={pipeline.collective_finals}"
         )
     else:
         pipeline.prepare()

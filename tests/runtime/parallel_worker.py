@@ -18,7 +18,7 @@ from safetensors.torch import save_file
 
 from avatarstream.models.infinitetalk.predict import DiTPredictor
 from avatarstream.models.liveavatar.dit import S2VDiT
-from avatarstream.pipeline import pipeline as pipeline_module
+from avatarstream.pipeline import run as run_module
 from avatarstream.runtime.launch import finish, init_rank
 from avatarstream.runtime.parallel import groups, stage_pipe
 from avatarstream.runtime.parallel.layout import parse_parallel
@@ -50,7 +50,7 @@ def _guidance_gathers(real):  # type: ignore[no-untyped-def]
 def main(out: Path, weights: Path, cases: list[str]) -> None:
     dist.all_to_all_single = _counted(dist.all_to_all_single, "all_to_all")  # the test checks the split really ran
     dist.all_gather = _guidance_gathers(dist.all_gather)  # the guidance split gathered each step's predictions
-    pipeline_module.send_decoded = _counted(pipeline_module.send_decoded, "decoded")  # and that the decode rank decoded
+    run_module.send_decoded = _counted(run_module.send_decoded, "decoded")  # and that the decode rank decoded
     stage_pipe.send_decoded = _counted(stage_pipe.send_decoded, "decoded")  # (or, under steps=N, the last step's rank)
     S2VDiT.forward = _counted(S2VDiT.forward, "dit_forwards")  # type: ignore[method-assign]  # the steps each rank ran
     DiTPredictor._forward = counting_predictions(COUNTS)  # type: ignore[method-assign]  # what each rank computed

@@ -42,4 +42,4 @@ def test_sharded_pipeline_matches_resident(sharded_run: Path) -> None:
     np.testing.assert_array_equal(frames, render(deep_pipeline()))  # one thread here and in each worker (conftest)
     runtime = (sharded_run / "runtime.txt").read_text()
     assert "'a2v_dit': 'sharded'" in runtime and "sequential_only=True" in runtime  # stages of sharded modules must not overlap
-    assert "followers_finish=True" in runtime  # the sharded SR DiT is a final stage: rank 1 runs it with rank 0
+    assert "collective_finals=True" in runtime  # the sharded SR DiT is a final stage: rank 1 runs it with rank 0

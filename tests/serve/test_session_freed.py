@@ -16,7 +16,7 @@ import websockets
 from serve_harness import TOKEN, Events, running_server, s16, speech, ws_url
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-NATIVE = ("AudioResampler", "VideoCodecContext", "AudioCodecContext", "_Run", "Session")
+NATIVE = ("AudioResampler", "VideoCodecContext", "AudioCodecContext", "Run", "Session")
 
 
 def _alive() -> dict[str, int]:

@@ -11,16 +11,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import AsyncGenerator, AsyncIterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Iterator
+from typing import Any
 
-from avatarstream.pipeline.observer import RunObserver
 from avatarstream.publish.media import MediaChunk
 from avatarstream.sources.pcm import PcmBlock
 
-if TYPE_CHECKING:
-    from avatarstream.pipeline.pipeline import Pipeline
-    from avatarstream.pipeline.resume import Resumable
+#: The synchronous loop over an audio source: ``Pipeline.stream`` with its other arguments bound.
+SyncStream = Callable[[Iterator[PcmBlock]], Iterable[MediaChunk]]
 
 _END = object()
 _POLL_S = 0.05
@@ -68,23 +66,13 @@ class _Bridge:
         self.stopped.set()
 
 
-async def astream(
-    pipeline: Pipeline,
-    audio: AsyncIterable[PcmBlock],
-    reference_image: Any,
-    prompt: str = "",
-    *,
-    seed: int = 0,
-    observers: Sequence[RunObserver] = (),
-    max_ahead: int = 2,
-    resume: Resumable | None = None,
-) -> AsyncGenerator[MediaChunk, None]:
-    """Async twin of ``Pipeline.stream``: same loop, same frames."""
+async def astream(stream: SyncStream, audio: AsyncIterable[PcmBlock], *, max_ahead: int = 2) -> AsyncGenerator[MediaChunk, None]:
+    """``stream`` (the synchronous loop) driven from ``audio`` on a thread of its own: same loop, same frames."""
     bridge = _Bridge(asyncio.get_running_loop(), audio, max_ahead)
 
     def work() -> None:
         try:
-            for media in pipeline.stream(bridge.blocks(), reference_image, prompt, seed=seed, observers=observers, resume=resume):
+            for media in stream(bridge.blocks()):
                 if bridge.stopped.is_set():
                     return
                 bridge.put(media)

@@ -16,8 +16,7 @@ written to disk or read from outside, so it is not a file format.
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,6 @@ from avatarstream.pipeline.chunks import ChunkKey
 from avatarstream.sources.audio_timeline import TimelineState
 
 if TYPE_CHECKING:
-    from avatarstream.pipeline.observer import RunObserver
     from avatarstream.pipeline.stage import Stage
 
 
@@ -64,54 +62,6 @@ def stage_parts(stages: Iterable[Stage], caches: Mapping[str, Any], *, take: boo
     """Ask ``stages`` what they need of their caches; weigh it always (no copy), copy it to the host only when ``take``."""
     parts = {stage.name: part for stage in stages if (part := stage.resume_state(caches.get(stage.name))) is not None}
     return StageParts(to_host(parts) if take else None, nbytes_of(parts))
-
-
-@dataclass(frozen=True)
-class _Boundary:
-    state: Resumable  # its caches: the init and chunk stages' parts
-    finishes: int  # stretches whose frames must be out before it is whole
-
-
-class Handover:
-    """Hands each chunk boundary's state to the observers once the frames before the boundary are out.
-
-    The final stages of a boundary's last stretches may still be running on
-    the finalize worker when the loop passes the boundary; nothing waits for
-    them. Each boundary waits here for its count of finished stretches, whose
-    final stages' parts (taken right after they ran) complete it. A boundary
-    that needs no more stretches than the one before it replaces that one
-    (both would be whole at the same moment), so at most one state waits per
-    stretch in flight.
-    """
-
-    def __init__(self, observers: Sequence[RunObserver], final: StageParts) -> None:
-        self._observers = observers
-        self._final = final  # the final stages' parts after the last stretch out (or as the run started)
-        self._out = 0
-        self._waiting: deque[_Boundary] = deque()
-
-    def boundary(self, state: Resumable, finishes: int) -> None:
-        """A chunk boundary, after ``finishes`` stretches of this run were handed to the final stages."""
-        if self._waiting and self._waiting[-1].finishes == finishes:
-            self._waiting.pop()
-        self._waiting.append(_Boundary(state, finishes))
-        self._hand_over()
-
-    def stretch_out(self, final: StageParts) -> None:
-        """The next stretch's frames were handed on; ``final``: the final stages' parts right after they made them."""
-        self._out += 1
-        self._final = final
-        self._hand_over()
-
-    def __len__(self) -> int:
-        return len(self._waiting)
-
-    def _hand_over(self) -> None:
-        while self._waiting and self._waiting[0].finishes <= self._out:
-            state = self._waiting.popleft().state
-            whole = dataclasses.replace(state, caches={**state.caches, **(self._final.parts or {})})
-            for obs in self._observers:
-                obs.on_resumable(whole)
 
 
 def to_host(value: Any) -> Any:

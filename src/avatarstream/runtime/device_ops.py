@@ -120,6 +120,12 @@ class DeviceOps:
         """Give freed host memory back to the system (a CPU run's chunk buffers; rate-limited, see ``allocator``)."""
         release_free_memory()
 
+    def between_chunks(self) -> None:
+        """The host's upkeep after each chunk: what the chunk freed leaves RSS now (whichever thread's arena holds it),
+        and the thread count follows the machine's load."""
+        self.release_host_memory()
+        self.fit_threads()
+
     def choose_kernels(self, network: torch.nn.Module) -> None:
         """When a network joins a run: the CPU kernels torch would not pick itself (video convolutions through oneDNN, ``cpu_convolution``)."""
         onednn_convolutions(network)
