@@ -1,4 +1,4 @@
-"""Regenerate the bundled speech sample (the default avatar is assets/demo/reference.png, a held-out procedural identity beside the demo weights).
+"""Regenerate the bundled speech sample (the default avatar is assets/reference.png, a held-out procedural identity).
 
 Run once by a maintainer; the outputs are committed under
 src/avatarstream/assets/. Needs Debian's espeak-ng and sox.

@@ -61,7 +61,7 @@ class AvatarstreamVideoService(AIService):
         name: str | None = None,
         **avatar: Any,
     ) -> None:
-        """``model``: render in this process (the bundled demo by default); ``avatar`` takes what ``avatarstream.render``
+        """``model``: render in this process (the bundled model by default); ``avatar`` takes what ``avatarstream.render``
         takes with it: ``weights``, ``reference``, ``model_options``, ``device``, ``prompt``, ``seed``. ``server_url`` with
         ``token``: a running ``avatarstream serve`` instead (``avatar``: ``reference``, ``model_options``, ``prompt``,
         ``seed``, for its session). ``engine``: any other ``AvatarEngine``. ``name``: the processor's name in Pipecat."""

@@ -6,7 +6,7 @@ from importlib import resources
 from pathlib import Path
 
 ASSETS = resources.files("avatarstream") / "assets"
-#: The one default avatar: a held-out procedural identity the demo weights animate (MODEL.md).
-DEFAULT_REFERENCE = Path(str(ASSETS / "demo" / "reference.png"))
+#: The one default avatar, every family's: a held-out procedural identity, which the bundled weights animate (MODEL.md).
+DEFAULT_REFERENCE = Path(str(ASSETS / "reference.png"))
 #: A few seconds of speech for demos and benchmarks.
 DEFAULT_SPEECH = Path(str(ASSETS / "speech.flac"))
