@@ -17,16 +17,19 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 import torch
 
-import avatarstream.stages.infinitetalk.decode as decode_module
+import avatarstream.components.wan.decode as causal_decode
+import avatarstream.stages.infinitetalk.decode as reference_decode
+from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE
+from avatarstream.components.wan.decode import WanDecodeStage
 from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
 from avatarstream.families.infinitetalk.parity import render_arguments
 from avatarstream.families.registry import load_family
-from avatarstream.models.infinitetalk.config import VAE_SPATIAL_STRIDE
 from avatarstream.parity.fixture import GoldenSet
 from avatarstream.parity.video import golden_frames, psnr
 from avatarstream.pipeline.pipeline import Pipeline
@@ -37,7 +40,7 @@ from avatarstream.sources.audio_file import open_audio_file
 from avatarstream.sources.reference import load_reference_image
 from avatarstream.stages.common import video_to_frames
 from avatarstream.stages.infinitetalk.context import WanAudioContextStage
-from avatarstream.stages.infinitetalk.decode import WanDecodeStage, WanWindowDecodeStage, truncated_frames
+from avatarstream.stages.infinitetalk.decode import WanWindowDecodeStage, truncated_frames
 from avatarstream.stages.infinitetalk.generate import WanAudioToVideoStage
 from avatarstream.stages.infinitetalk.whole_audio import WanWholeAudioContextStage
 from avatarstream.stages.seeding import seeded_noise
@@ -68,14 +71,14 @@ class WindowedAudio(WanWholeAudioContextStage):
 
 
 @contextmanager
-def swapped(name: str, value: Callable[..., Any]) -> Iterator[None]:
-    """The decode module's ``name`` replaced while a variant runs (its uint8 conversion)."""
-    original = getattr(decode_module, name)
-    setattr(decode_module, name, value)
+def swapped(module: ModuleType, name: str, value: Callable[..., Any]) -> Iterator[None]:
+    """A decode module's ``name`` replaced while a variant runs (its uint8 conversion)."""
+    original = getattr(module, name)
+    setattr(module, name, value)
     try:
         yield
     finally:
-        setattr(decode_module, name, original)
+        setattr(module, name, original)
 
 
 def main() -> None:
@@ -128,13 +131,13 @@ def main() -> None:
     latent_a2v = WanAudioToVideoStage(a2v.dit, a2v.vae, a2v.frames, a2v.schedule, a2v.guidance, reencode=False)
     measure("motion latents handed over (--motion latent)", pipeline({"audio_to_video": latent_a2v}))
     strength = family.resolved.color_correction or 0.0
-    with swapped("video_to_frames", lambda video: truncated_frames(video.cpu())):
+    with swapped(causal_decode, "video_to_frames", lambda video: truncated_frames(video.cpu())):
         measure("output decoded causally, VAE cache carried across chunks", pipeline({"decode": WanDecodeStage(window_decode.vae, strength)}))
     uncorrected = dataclasses.replace(options, color_correction=0.0)
     measure("no colour correction", family.build(cpu, uncorrected))
     family.build(cpu, options)  # the reference fidelity's size again
     measure("reference cropped as streaming does (centred, Lanczos)", reference, load_reference_image(run_args["reference"], (width, height)))
-    with swapped("truncated_frames", lambda video: video_to_frames(video)):
+    with swapped(reference_decode, "truncated_frames", lambda video: video_to_frames(video)):
         measure("uint8 by rounding, not truncation", reference)
     measure("round(duration x fps) frames", pipeline(video_frames=None))
     streaming = dataclasses.replace(options, fidelity="streaming", color_correction=None)

@@ -96,7 +96,7 @@ def test_the_tiny_infinitetalk_checkpoint_says_its_weights_are_random(tiny_origi
 
 
 def test_an_adapter_without_the_mark_is_not_called_random(golden_dir: Path) -> None:
-    from avatarstream.families.infinitetalk.layout import random_mark
+    from avatarstream.components.wan.layout import random_mark
 
     assert random_mark(golden_dir / "weights" / "InfiniteTalk" / "single" / "infinitetalk.safetensors") is None  # as the real download
     assert random_mark(golden_dir / "no-such-file.safetensors") is None

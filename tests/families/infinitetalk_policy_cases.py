@@ -6,10 +6,10 @@ from pathlib import Path
 
 import torch
 
+from avatarstream.components.wan.vae import DecoderCache, decode
 from avatarstream.families.infinitetalk.layout import resolve
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.models.infinitetalk.audio_features import wav2vec2_features
-from avatarstream.models.infinitetalk.vae import DecoderCache, decode
 from avatarstream.runtime.module import Module
 from avatarstream.runtime.residency import Runtime
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import torch
 
+from avatarstream.components.wan.load_wav2vec2 import wav2vec2_config
 from avatarstream.families.infinitetalk.layout import resolve
-from avatarstream.families.infinitetalk.load_audio import wav2vec2_config
 from avatarstream.families.infinitetalk.load_dit import dit_checkpoint, load_dit, read_adapter_config, read_dit_config
 from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT
 from avatarstream.weights.meta_load import empty_weights

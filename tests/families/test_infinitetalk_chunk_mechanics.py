@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from avatarstream.benchmarks.audio_window import window_errors
+from avatarstream.components.wan.vae import DecoderCache, decode, encode
 from avatarstream.families.infinitetalk.layout import WeightsLayout
 from avatarstream.families.registry import load_family
-from avatarstream.models.infinitetalk.vae import DecoderCache, decode, encode
 from avatarstream.pipeline.chunks import Chunk
 from avatarstream.sources.pcm import PcmBlock
 from avatarstream.stages.infinitetalk import generate

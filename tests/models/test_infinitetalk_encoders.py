@@ -16,18 +16,14 @@ import torch
 import torch.nn.functional as F
 from transformers import CLIPVisionModelWithProjection, UMT5EncoderModel
 
+from avatarstream.components.wan.layout import T5_FILE, T5_TOKENIZER_DIR
+from avatarstream.components.wan.load_text_encoder import load_text_encoder
+from avatarstream.components.wan.text_encoder import TextEncoder, convert_wan_t5_to_transformers, umt5_config_from_wan
+from avatarstream.components.wan.tiny_text_encoder import T5_HEADS, T5_LAYERS, wan_t5_state, write_tiny_text_encoder
 from avatarstream.errors import InputError
-from avatarstream.families.infinitetalk.layout import CLIP_FILE, T5_FILE, T5_TOKENIZER_DIR
-from avatarstream.families.infinitetalk.load_encoders import load_image_encoder, load_text_encoder
-from avatarstream.families.infinitetalk.tiny_encoders import (
-    CLIP_LAYERS,
-    T5_HEADS,
-    T5_LAYERS,
-    wan_clip_state,
-    wan_t5_state,
-    write_tiny_image_encoder,
-    write_tiny_text_encoder,
-)
+from avatarstream.families.infinitetalk.layout import CLIP_FILE
+from avatarstream.families.infinitetalk.load_image_encoder import load_image_encoder
+from avatarstream.families.infinitetalk.tiny_image_encoder import CLIP_LAYERS, wan_clip_state, write_tiny_image_encoder
 from avatarstream.models.infinitetalk.image_encoder import (
     CLIP_MEAN,
     CLIP_STD,
@@ -36,7 +32,6 @@ from avatarstream.models.infinitetalk.image_encoder import (
     clip_vision_config_from_wan,
     convert_open_clip_visual_to_transformers,
 )
-from avatarstream.models.infinitetalk.text_encoder import TextEncoder, convert_wan_t5_to_transformers, umt5_config_from_wan
 
 TEXT_DIM, CLIP_DIM, SEED = 32, 32, 7
 PROMPTS = ["a woman is talking to the camera", "  low quality,\n blurry   &amp; static  ", " ".join(["a man speaks softly"] * 150), "x"]

@@ -19,11 +19,11 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from avatarstream.components.wan.load_vae import diffusers_vae_config
+from avatarstream.components.wan.load_wav2vec2 import wav2vec2_config
 from avatarstream.errors import InputError
 from avatarstream.families.demo import _read_config
-from avatarstream.families.infinitetalk.load_audio import wav2vec2_config
 from avatarstream.families.infinitetalk.load_dit import dit_bytes, dit_checkpoint, read_adapter_config, read_dit_config
-from avatarstream.families.infinitetalk.load_vae import diffusers_vae_config
 from avatarstream.models.demo import DemoConfig
 from avatarstream.models.infinitetalk.config import AdapterConfig
 from avatarstream.weights.files import ShardedCheckpoint, read_safetensors, safetensors_shapes

@@ -14,9 +14,9 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
+from avatarstream.components.wan.load_wav2vec2 import wav2vec2_config
 from avatarstream.errors import InputError
 from avatarstream.families.demo import DemoFamily
-from avatarstream.families.infinitetalk.load_audio import wav2vec2_config
 from avatarstream.models.demo import DemoConfig
 from avatarstream.weights.files import ShardedCheckpoint
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
@@ -153,7 +153,7 @@ def test_integer_tensor_for_a_float_weight_is_one_error(tmp_path: Path) -> None:
 
 def test_auto_map_tokenizer_runs_no_code_and_does_not_prompt(tmp_path: Path) -> None:
     """stdin is closed, as for a server: an ``auto_map`` must neither ask (a prompt would fail or hang) nor import the folder's module."""
-    from avatarstream.families.infinitetalk.tiny_encoders import umt5_tokenizer
+    from avatarstream.components.wan.tiny_text_encoder import umt5_tokenizer
 
     folder = tmp_path / "tokenizer"
     umt5_tokenizer().save_pretrained(folder)
@@ -166,7 +166,7 @@ def test_auto_map_tokenizer_runs_no_code_and_does_not_prompt(tmp_path: Path) -> 
     script = (
         "import sys; from pathlib import Path\n"
         "from avatarstream.errors import InputError\n"
-        "from avatarstream.families.infinitetalk.load_encoders import _load_tokenizer\n"
+        "from avatarstream.components.wan.load_text_encoder import _load_tokenizer\n"
         "try:\n    _load_tokenizer(Path(sys.argv[1]))\nexcept InputError as e:\n    print('InputError:', e)\n"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}

@@ -15,7 +15,7 @@ import torch
 from transformers import Wav2Vec2Model
 
 from avatarstream.models.infinitetalk.audio_features import SAMPLE_RATE, audio_windows, loudness_normalize, wav2vec2_features
-from avatarstream.pipeline.pipeline import AudioWindow
+from avatarstream.pipeline.audio_window import AudioWindow
 from avatarstream.pipeline.plan import Plan, schedule
 from avatarstream.runtime.module import Module
 from avatarstream.sources.audio_timeline import SampleTrack

@@ -44,19 +44,20 @@ from transformers import CLIPVisionConfig, CLIPVisionModel, UMT5Config, UMT5Enco
 
 from avatarstream.benchmarks.audio import bundled_speech, looped
 from avatarstream.benchmarks.measure import measure, stage_named_for
+from avatarstream.components.wan.text_encoder import TextEncoder, umt5_config
+from avatarstream.components.wan.tiny_text_encoder import T5_BUCKETS, T5_FFN, T5_HEADS, T5_LAYERS, umt5_tokenizer
+from avatarstream.components.wan.vae import build_vae
 from avatarstream.errors import InputError
 from avatarstream.families.infinitetalk.family import InfiniteTalkFamily
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
 from avatarstream.families.infinitetalk.presets import PRESETS
 from avatarstream.families.infinitetalk.tiny import TINY, TINY_WAV2VEC2
-from avatarstream.families.infinitetalk.tiny_encoders import CLIP_IMAGE, CLIP_LAYERS, CLIP_PATCH, T5_BUCKETS, T5_FFN, T5_HEADS, T5_LAYERS, umt5_tokenizer
+from avatarstream.families.infinitetalk.tiny_image_encoder import CLIP_IMAGE, CLIP_LAYERS, CLIP_PATCH
 from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE, resample_to_video_rate
 from avatarstream.models.infinitetalk.config import InfiniteTalkConfig
 from avatarstream.models.infinitetalk.dit import FP32_PARAMETERS, InfiniteTalkDiT
 from avatarstream.models.infinitetalk.image_encoder import ImageEncoder, clip_vision_config
-from avatarstream.models.infinitetalk.text_encoder import TextEncoder, umt5_config
-from avatarstream.models.infinitetalk.vae import build_vae
 from avatarstream.runtime.devices import resolve_device, synchronize
 from avatarstream.runtime.packing import module_tensors
 from avatarstream.runtime.streamed import blocks_of

@@ -42,16 +42,16 @@ from avatarstream.benchmarks.infinitetalk_gpu import (
     write_json,
 )
 from avatarstream.benchmarks.measure import measure
-from avatarstream.families.infinitetalk.tiny_encoders import T5_BUCKETS, T5_FFN, T5_HEADS, T5_LAYERS, umt5_tokenizer
+from avatarstream.components.wan.config import VAEConfig
+from avatarstream.components.wan.text_encoder import TextEncoder, umt5_config
+from avatarstream.components.wan.tiny_text_encoder import T5_BUCKETS, T5_FFN, T5_HEADS, T5_LAYERS, umt5_tokenizer
+from avatarstream.components.wan.vae import build_vae
 from avatarstream.families.liveavatar.family import LiveAvatarFamily
 from avatarstream.families.liveavatar.load_audio import AudioEncoder
 from avatarstream.families.liveavatar.memory import WAV2VEC2_LARGE, kv_bytes
 from avatarstream.families.liveavatar.networks import LiveAvatarNetworks
 from avatarstream.families.liveavatar.presets import PRESETS
 from avatarstream.families.liveavatar.tiny import TINY, TINY_WAV2VEC2
-from avatarstream.models.infinitetalk.config import VAEConfig
-from avatarstream.models.infinitetalk.text_encoder import TextEncoder, umt5_config
-from avatarstream.models.infinitetalk.vae import build_vae
 from avatarstream.models.liveavatar.audio_features import SAMPLE_RATE
 from avatarstream.models.liveavatar.config import S2VConfig
 from avatarstream.models.liveavatar.dit import FP32_PARAMETERS, S2VDiT

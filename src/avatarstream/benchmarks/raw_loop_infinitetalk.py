@@ -12,13 +12,14 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
+from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE
+from avatarstream.components.wan.vae import DecoderCache, decode, encode
 from avatarstream.families.infinitetalk.family import FRAMES, InfiniteTalkFamily
 from avatarstream.families.infinitetalk.presets import NEGATIVE_PROMPT, check_geometry
 from avatarstream.models.infinitetalk.audio_features import audio_windows, loudness_normalize, wav2vec2_features
-from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, VAE_SPATIAL_STRIDE
+from avatarstream.models.infinitetalk.config import AUDIO_WINDOW
 from avatarstream.models.infinitetalk.predict import ChunkConditions, DiTPredictor
 from avatarstream.models.infinitetalk.sampler import Guidance, sample, timesteps
-from avatarstream.models.infinitetalk.vae import DecoderCache, decode, encode
 from avatarstream.stages.common import image_to_video_tensor, video_to_frames
 from avatarstream.stages.infinitetalk.reference import conditioning_channels
 from avatarstream.stages.seeding import seeded_noise

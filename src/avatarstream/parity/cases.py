@@ -15,13 +15,13 @@ import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 from PIL import Image
 
+from avatarstream.components.wan.config import VAE_TEMPORAL_STRIDE
+from avatarstream.components.wan.vae import DecoderCache, decode, encode
 from avatarstream.errors import InputError
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.models.infinitetalk.audio_features import audio_windows, extend_for_last_chunk, loudness_normalize, wav2vec2_features
-from avatarstream.models.infinitetalk.config import VAE_TEMPORAL_STRIDE
 from avatarstream.models.infinitetalk.predict import ChunkConditions, DiTPredictor
 from avatarstream.models.infinitetalk.sampler import Guidance, euler_step, fix_motion, sample, timesteps
-from avatarstream.models.infinitetalk.vae import DecoderCache, decode, encode
 from avatarstream.parity.checks import Check
 from avatarstream.parity.fixture import GoldenSet
 

@@ -18,17 +18,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
+from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
+from avatarstream.components.wan.decode import WanDecodeStage
+from avatarstream.components.wan.layout import random_mark
 from avatarstream.errors import InputError
 from avatarstream.families.chunk_plan import ChunkPlan
 from avatarstream.families.infinitetalk.buckets import nearest_bucket, resize_and_center_crop
-from avatarstream.families.infinitetalk.layout import random_mark, resolve
+from avatarstream.families.infinitetalk.layout import resolve
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
 from avatarstream.families.infinitetalk.presets import COLOR_CORRECTION, NEGATIVE_PROMPT, PRESETS, Preset, check_geometry, check_size
 from avatarstream.families.infinitetalk.sequence_parallel import split_dit
 from avatarstream.families.options import FamilyOptions
 from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE
-from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
+from avatarstream.models.infinitetalk.config import AUDIO_WINDOW
 from avatarstream.models.infinitetalk.sampler import Guidance, timesteps
 from avatarstream.pipeline.chunks import FrameLayout
 from avatarstream.pipeline.pipeline import Pipeline
@@ -38,7 +41,7 @@ from avatarstream.runtime.residency import Runtime
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image, open_reference_image
 from avatarstream.stages.infinitetalk.context import WanAudioContextStage
-from avatarstream.stages.infinitetalk.decode import WanDecodeStage, WanWindowDecodeStage
+from avatarstream.stages.infinitetalk.decode import WanWindowDecodeStage
 from avatarstream.stages.infinitetalk.generate import WanAudioToVideoStage, WanChunkAudioToVideoStage
 from avatarstream.stages.infinitetalk.reference import WanPromptStage, WanReferenceStage
 from avatarstream.stages.infinitetalk.whole_audio import WanWholeAudioContextStage

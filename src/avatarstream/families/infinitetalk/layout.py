@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from safetensors import SafetensorError, safe_open
-
+from avatarstream.components.wan.layout import Layout
 from avatarstream.errors import InputError
 from avatarstream.weights.sandbox import inside
 
@@ -23,15 +21,8 @@ BASE_NAMES = ("Wan2.1-I2V-14B-480P", "Wan2.1-I2V-14B-720P")
 DIFFUSERS_SUFFIX = "-Diffusers"
 ADAPTER_FILE = Path("InfiniteTalk") / "single" / "infinitetalk.safetensors"
 AUDIO_ENCODER_DIR = "chinese-wav2vec2-base"
-#: Original-layout file names of the VAE and the two encoders (as in the Wan download).
-VAE_FILE = "Wan2.1_VAE.pth"
-T5_FILE = "models_t5_umt5-xxl-enc-bf16.pth"
-T5_TOKENIZER_DIR = Path("google") / "umt5-xxl"
+#: Original-layout file name of the image encoder (as in the Wan download; the VAE's and the text encoder's are shared).
 CLIP_FILE = "models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth"
-#: The key a random checkpoint (tiny.py) sets in its adapter file's safetensors metadata; the value says how it was made.
-RANDOM_MARK = "avatarstream_random_weights"
-
-Layout = Literal["original", "diffusers"]
 
 
 @dataclass(frozen=True)
@@ -97,13 +88,3 @@ def _find_base(root: Path) -> Path:
     if not found:
         raise InputError(f"no Wan base model in {root}; expected one of: {', '.join(c.name for c in candidates)}")
     return found[0]
-
-
-def random_mark(adapter: Path) -> str | None:
-    """How a random checkpoint was made, from its adapter file's metadata; None for real weights (or an unreadable file,
-    which loading the adapter reports)."""
-    try:
-        with safe_open(str(adapter), framework="pt") as handle:
-            return (handle.metadata() or {}).get(RANDOM_MARK)
-    except (OSError, SafetensorError):
-        return None

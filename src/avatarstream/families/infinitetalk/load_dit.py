@@ -15,9 +15,10 @@ from pathlib import Path
 import torch
 from diffusers.loaders.single_file_utils import convert_wan_transformer_to_diffusers
 
+from avatarstream.components.wan.config import TEXT_LEN
+from avatarstream.components.wan.layout import Layout
 from avatarstream.errors import InputError
-from avatarstream.families.infinitetalk.layout import Layout
-from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, TEXT_LEN, AdapterConfig, DiTConfig
+from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, AdapterConfig, DiTConfig
 from avatarstream.models.infinitetalk.dit import FP32_PARAMETERS, InfiniteTalkDiT
 from avatarstream.weights.config_values import MAX_HEADS, MAX_LAYERS, MAX_WIDTH, ConfigValues, read_json_object
 from avatarstream.weights.files import ShardedCheckpoint, read_safetensors, safetensors_shapes

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import torch
 from transformers import CLIPVisionModel, UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2Model
 
+from avatarstream.components.wan.text_encoder import umt5_config
+from avatarstream.components.wan.vae import build_vae
 from avatarstream.models.infinitetalk.config import InfiniteTalkConfig
 from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT, is_adapter_key
 from avatarstream.models.infinitetalk.image_encoder import clip_vision_config
-from avatarstream.models.infinitetalk.text_encoder import umt5_config
-from avatarstream.models.infinitetalk.vae import build_vae
 
 GIB = 2**30
 #: Shards of the original Wan2.1-I2V-14B download (float32 on disk).

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 from transformers import Wav2Vec2Model
 
+from avatarstream.components.wan.load_text_encoder import load_text_encoder
+from avatarstream.components.wan.load_vae import load_vae
+from avatarstream.components.wan.load_wav2vec2 import read_wav2vec2, wav2vec2_config
+from avatarstream.components.wan.text_encoder import TextEncoder
 from avatarstream.families.infinitetalk.layout import WeightsLayout
-from avatarstream.families.infinitetalk.load_audio import load_wav2vec2, wav2vec2_config
 from avatarstream.families.infinitetalk.load_dit import load_dit, read_adapter_config
-from avatarstream.families.infinitetalk.load_encoders import load_image_encoder, load_text_encoder
-from avatarstream.families.infinitetalk.load_vae import load_vae
+from avatarstream.families.infinitetalk.load_image_encoder import load_image_encoder
+from avatarstream.models.infinitetalk.audio_features import resample_to_video_rate
 from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT
 from avatarstream.models.infinitetalk.image_encoder import ImageEncoder
-from avatarstream.models.infinitetalk.text_encoder import TextEncoder
 
 
 @dataclass
@@ -44,3 +47,10 @@ class InfiniteTalkNetworks:
             text_encoder=load_text_encoder(layout.base, layout.layout, dtype) if encoders else None,
             image_encoder=load_image_encoder(layout.base, layout.layout, dtype) if encoders else None,
         )
+
+
+def load_wav2vec2(folder: Path, dtype: torch.dtype) -> Wav2Vec2Model:
+    """chinese-wav2vec2-base, made to resample its CNN features to the video rate (as InfiniteTalk was trained)."""
+    network = read_wav2vec2(folder, dtype)
+    resample_to_video_rate(network)
+    return network

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
 from avatarstream.errors import InputError
-from avatarstream.models.infinitetalk.config import VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
 
 #: The reference's default negative prompt: InfiniteTalk's own config (wan_multitalk_14B), in English, where the shared
 #: Wan config has a Chinese one.

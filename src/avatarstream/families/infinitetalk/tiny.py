@@ -4,40 +4,30 @@ Tests and users render and serve the whole family on a CPU in seconds with it.
 The same seed gives the same networks in both layouts: the original one
 (``Wan2.1-I2V-14B-480P/`` with Wan key names, sharded, and ``Wan2.1_VAE.pth``)
 and the Diffusers one (``Wan2.1-I2V-14B-480P-Diffusers/``, its configs written by
-diffusers itself).
+diffusers itself). The parts every Wan-based family shares (VAE, text encoder,
+wav2vec2 folder) are written by ``components.wan``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 from diffusers.models.transformers.transformer_wan import WanTransformer3DModel
 from safetensors.torch import save_file
-from transformers import PreTrainedModel, Wav2Vec2Config, Wav2Vec2ForPreTraining
+from transformers import Wav2Vec2Config, Wav2Vec2ForPreTraining
 
-from avatarstream.families.infinitetalk.layout import (
-    ADAPTER_FILE,
-    AUDIO_ENCODER_DIR,
-    BASE_NAMES,
-    DIFFUSERS_SUFFIX,
-    RANDOM_MARK,
-    VAE_FILE,
-    Layout,
-    WeightsLayout,
-)
-from avatarstream.families.infinitetalk.load_audio import WEIGHT_NORM
-from avatarstream.families.infinitetalk.original_names import dit_to_original, vae_to_original
-from avatarstream.families.infinitetalk.tiny_encoders import write_tiny_image_encoder, write_tiny_text_encoder
-from avatarstream.models.infinitetalk.config import AdapterConfig, DiTConfig, InfiniteTalkConfig, VAEConfig
+from avatarstream.components.wan.config import VAEConfig
+from avatarstream.components.wan.layout import RANDOM_MARK, Layout
+from avatarstream.components.wan.original_names import dit_to_original
+from avatarstream.components.wan.tiny import contiguous, save_wav2vec2, seeded, write_sharded, write_vae
+from avatarstream.components.wan.tiny_text_encoder import write_tiny_text_encoder
+from avatarstream.families.infinitetalk.layout import ADAPTER_FILE, AUDIO_ENCODER_DIR, BASE_NAMES, DIFFUSERS_SUFFIX, WeightsLayout
+from avatarstream.families.infinitetalk.tiny_image_encoder import write_tiny_image_encoder
+from avatarstream.models.infinitetalk.config import AdapterConfig, DiTConfig, InfiniteTalkConfig
 from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT, is_adapter_key
-from avatarstream.models.infinitetalk.vae import build_vae
-from avatarstream.weights.files import StateDict
-
-T = TypeVar("T")
 
 TINY = InfiniteTalkConfig(
     dit=DiTConfig(dim=64, num_heads=4, num_layers=2, ffn_dim=128, text_dim=32, clip_dim=64),
@@ -65,35 +55,10 @@ PIPELINE_INDEX = {
 }
 
 
-def _seeded(seed: int, build: Callable[[], T]) -> T:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return build()
-
-
-def _contiguous(state: StateDict) -> StateDict:
-    return {k: v.detach().contiguous() for k, v in state.items()}
-
-
-def write_sharded(folder: Path, stem: str, state: StateDict, shards: int) -> None:
-    """``stem-0000i-of-0000n.safetensors`` files and their index, named as both the Wan and the Diffusers downloads name them."""
-    keys = sorted(state)
-    per = -(-len(keys) // shards)
-    weight_map: dict[str, str] = {}
-    for i in range(shards):
-        name = f"{stem}-{i + 1:05d}-of-{shards:05d}.safetensors"
-        part = {k: state[k] for k in keys[i * per : (i + 1) * per]}
-        save_file(part, str(folder / name))
-        weight_map.update(dict.fromkeys(part, name))
-    total = sum(t.numel() * t.element_size() for t in state.values())
-    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
-    (folder / f"{stem}.safetensors.index.json").write_text(json.dumps(index, indent=2))
-
-
 def write_dit(base: Path, adapter_file: Path, layout: Layout, config: InfiniteTalkConfig, seed: int, shards: int) -> None:
     """The DiT's base shards and the adapter file; the adapter's metadata says the weights are random (the loader warns)."""
-    dit = _seeded(seed, lambda: InfiniteTalkDiT(config.dit, config.adapter))
-    state = _contiguous(dit.state_dict())
+    dit = seeded(seed, lambda: InfiniteTalkDiT(config.dit, config.adapter))
+    state = contiguous(dit.state_dict())
     adapter = {k: v for k, v in state.items() if is_adapter_key(k)}
     base_state = {k: v for k, v in state.items() if k not in adapter}
     adapter_file.parent.mkdir(parents=True, exist_ok=True)
@@ -109,30 +74,9 @@ def write_dit(base: Path, adapter_file: Path, layout: Layout, config: InfiniteTa
     write_sharded(folder, "diffusion_pytorch_model", base_state, shards)
 
 
-def write_vae(base: Path, layout: Layout, config: VAEConfig, seed: int) -> None:
-    vae = _seeded(seed, lambda: build_vae(config))
-    if layout == "original":
-        torch.save(vae_to_original(_contiguous(vae.state_dict())), base / VAE_FILE)
-    else:
-        vae.save_pretrained(base / "vae", safe_serialization=True)
-
-
 def write_wav2vec2(folder: Path, seed: int) -> None:
     """A pre-training checkpoint as chinese-wav2vec2-base ships it (``wav2vec2.`` prefix, ``weight_g``/``weight_v``)."""
-    save_wav2vec2(folder, _seeded(seed, lambda: Wav2Vec2ForPreTraining(Wav2Vec2Config(**TINY_WAV2VEC2))), PREPROCESSOR)
-
-
-def save_wav2vec2(folder: Path, network: PreTrainedModel, preprocessor: dict[str, Any]) -> None:
-    """``network``'s weights as Hugging Face ships wav2vec2 (weight norm as ``weight_g``/``weight_v``), its config and processor settings."""
-    renamed = {v: k for k, v in WEIGHT_NORM.items()}
-    state = {}
-    for key, tensor in _contiguous(network.state_dict()).items():
-        stem, _, leaf = key.rpartition(".parametrizations.weight.")
-        state[f"{stem}.{renamed[leaf]}" if leaf in renamed else key] = tensor
-    folder.mkdir(parents=True, exist_ok=True)
-    save_file(state, str(folder / "model.safetensors"))
-    network.config.to_json_file(str(folder / "config.json"))
-    (folder / "preprocessor_config.json").write_text(json.dumps(preprocessor, indent=2))
+    save_wav2vec2(folder, seeded(seed, lambda: Wav2Vec2ForPreTraining(Wav2Vec2Config(**TINY_WAV2VEC2))), PREPROCESSOR)
 
 
 def write_tiny_checkpoint(out: Path, layout: Layout, *, seed: int = 0, shards: int = 2, config: InfiniteTalkConfig = TINY) -> WeightsLayout:

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
+from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
+from avatarstream.components.wan.layout import random_mark
 from avatarstream.errors import InputError
 from avatarstream.families.block_plan import BlockPlan
-from avatarstream.families.infinitetalk.layout import random_mark
 from avatarstream.families.liveavatar.layout import resolve
 from avatarstream.families.liveavatar.load_dit import DEFAULT_ALPHA
 from avatarstream.families.liveavatar.networks import LiveAvatarNetworks
@@ -28,7 +29,6 @@ from avatarstream.families.liveavatar.options import LiveAvatarOptions
 from avatarstream.families.liveavatar.presets import PRESETS, Preset, check_size, parse_offsets
 from avatarstream.families.liveavatar.sequence_parallel import split_dit
 from avatarstream.families.options import FamilyOptions
-from avatarstream.models.infinitetalk.config import VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
 from avatarstream.models.liveavatar.audio_features import FPS, SAMPLE_RATE
 from avatarstream.models.liveavatar.config import BLOCK_FRAMES, StreamGeometry
 from avatarstream.models.liveavatar.sampler import Schedule

@@ -13,8 +13,8 @@ from pathlib import Path
 import torch
 from transformers import Wav2Vec2FeatureExtractor, Wav2Vec2Model
 
+from avatarstream.components.wan.load_wav2vec2 import read_wav2vec2
 from avatarstream.errors import InputError
-from avatarstream.families.infinitetalk.load_audio import read_wav2vec2
 from avatarstream.weights.sandbox import inside
 
 #: Processor settings read from preprocessor_config.json; anything else there is ignored.

@@ -15,9 +15,9 @@ from typing import Any
 import torch
 from transformers import UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2Model
 
-from avatarstream.models.infinitetalk.config import VAE_SPATIAL_STRIDE, VAEConfig
-from avatarstream.models.infinitetalk.text_encoder import umt5_config
-from avatarstream.models.infinitetalk.vae import build_vae
+from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE, VAEConfig
+from avatarstream.components.wan.text_encoder import umt5_config
+from avatarstream.components.wan.vae import build_vae
 from avatarstream.models.liveavatar.config import S2VConfig, StreamGeometry
 
 GB = 1e9

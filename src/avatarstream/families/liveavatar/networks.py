@@ -7,12 +7,12 @@ from dataclasses import dataclass
 import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
-from avatarstream.families.infinitetalk.load_encoders import load_text_encoder
-from avatarstream.families.infinitetalk.load_vae import load_vae
+from avatarstream.components.wan.load_text_encoder import load_text_encoder
+from avatarstream.components.wan.load_vae import load_vae
+from avatarstream.components.wan.text_encoder import TextEncoder
 from avatarstream.families.liveavatar.layout import WeightsLayout
 from avatarstream.families.liveavatar.load_audio import AudioEncoder, load_audio_encoder
 from avatarstream.families.liveavatar.load_dit import DEFAULT_ALPHA, load_dit
-from avatarstream.models.infinitetalk.text_encoder import TextEncoder
 from avatarstream.models.liveavatar.dit import S2VDiT
 
 

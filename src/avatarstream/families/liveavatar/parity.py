@@ -17,10 +17,10 @@ import numpy as np
 import torch
 from PIL import Image
 
+from avatarstream.components.wan.vae import DecoderCache, decode, encode
 from avatarstream.errors import InputError
 from avatarstream.families.liveavatar.layout import resolve
 from avatarstream.families.liveavatar.networks import LiveAvatarNetworks
-from avatarstream.models.infinitetalk.vae import DecoderCache, decode, encode
 from avatarstream.models.liveavatar.audio_features import bucket_indices, frame_features, hidden_states, normalize, to_feature_rate
 from avatarstream.models.liveavatar.caches import SinkCache, StepCache
 from avatarstream.models.liveavatar.config import BLOCK_FRAMES, LAT_MOTION_FRAMES, MOTION_FRAMES

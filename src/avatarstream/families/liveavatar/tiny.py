@@ -15,11 +15,11 @@ import torch
 from safetensors.torch import save_file
 from transformers import Wav2Vec2Config, Wav2Vec2ForCTC
 
-from avatarstream.families.infinitetalk.layout import RANDOM_MARK
-from avatarstream.families.infinitetalk.tiny import _contiguous, _seeded, save_wav2vec2, write_sharded, write_vae
-from avatarstream.families.infinitetalk.tiny_encoders import write_tiny_text_encoder
+from avatarstream.components.wan.config import VAEConfig
+from avatarstream.components.wan.layout import RANDOM_MARK
+from avatarstream.components.wan.tiny import contiguous, save_wav2vec2, seeded, write_sharded, write_vae
+from avatarstream.components.wan.tiny_text_encoder import write_tiny_text_encoder
 from avatarstream.families.liveavatar.layout import AUDIO_ENCODER_DIR, BASE_DIR, LORA_FILE, WeightsLayout
-from avatarstream.models.infinitetalk.config import VAEConfig
 from avatarstream.models.liveavatar.config import S2VConfig
 from avatarstream.models.liveavatar.dit import S2VDiT
 
@@ -55,15 +55,15 @@ def write_lora(path: Path, dit: S2VDiT, seed: int) -> None:
 def write_wav2vec2(folder: Path, config: S2VConfig, seed: int) -> None:
     """A CTC checkpoint as wav2vec2-large-xlsr-53-english ships it, with as many hidden states as the DiT mixes."""
     raw = dict(TINY_WAV2VEC2, hidden_size=config.audio_dim, num_hidden_layers=config.audio_layers - 1)
-    save_wav2vec2(folder, _seeded(seed, lambda: Wav2Vec2ForCTC(Wav2Vec2Config(**raw))), PREPROCESSOR)
+    save_wav2vec2(folder, seeded(seed, lambda: Wav2Vec2ForCTC(Wav2Vec2Config(**raw))), PREPROCESSOR)
 
 
 def write_tiny_checkpoint(out: Path, *, seed: int = 0, shards: int = 2, config: S2VConfig = TINY) -> WeightsLayout:
     """Every folder of a random checkpoint under ``out`` with its download name (umT5 and its tokenizer included)."""
     base = out / BASE_DIR
     base.mkdir(parents=True, exist_ok=True)
-    dit = _seeded(seed, lambda: S2VDiT(config))
-    write_sharded(base, "diffusion_pytorch_model", {k: v.to(torch.bfloat16) for k, v in _contiguous(dit.state_dict()).items()}, shards)
+    dit = seeded(seed, lambda: S2VDiT(config))
+    write_sharded(base, "diffusion_pytorch_model", {k: v.to(torch.bfloat16) for k, v in contiguous(dit.state_dict()).items()}, shards)
     (base / "config.json").write_text(json.dumps(config.to_original(), indent=2))
     write_lora(out / LORA_FILE, dit, seed + 1)
     write_vae(base, "original", VAEConfig(base_dim=4), seed + 2)

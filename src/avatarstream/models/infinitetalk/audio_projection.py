@@ -11,7 +11,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, VAE_TEMPORAL_STRIDE, AdapterConfig
+from avatarstream.components.wan.config import VAE_TEMPORAL_STRIDE
+from avatarstream.models.infinitetalk.config import AUDIO_WINDOW, AdapterConfig
 
 
 def group_by_latent_frame(audio: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from avatarstream.components.wan.config import TEXT_LEN
+
 #: Latent frames one causal block generates (12 video frames).
 BLOCK_FRAMES = 3
 #: Video frames of motion context the model was trained with, and their latent count ((73 + 3) // 4).
@@ -22,8 +24,6 @@ SINK_REF_POSITION = 30
 SINK_OFFSET_RANGE = (4, 30)
 #: FramePack buckets of motion latent frames, nearest first: 1 frame at full size, 2 at 1/2, 16 at 1/4.
 FRAMEPACK_BUCKETS = (1, 2, 16)
-#: Text tokens the cross-attention sees (prompts are zero-padded to it).
-TEXT_LEN = 512
 
 
 @dataclass(frozen=True)

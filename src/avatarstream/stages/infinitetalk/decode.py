@@ -1,49 +1,23 @@
-"""Final stage Decode: the Wan VAE's causal decoder over the published timeline, its cache owned by the session.
+"""Final stage Decode at the reference fidelity: each chunk's window decoded anew, as the authors' CLI does.
 
-At the reference fidelity each chunk's window is decoded whole with a fresh
-cache and colour-corrected towards the reference image, as the authors' CLI
-does, and its frames become uint8 by truncation, as its writer does.
+Each chunk's window is decoded whole with a fresh cache and colour-corrected
+towards the reference image, and its frames become uint8 by truncation, as
+the CLI's writer does. The streaming fidelity decodes causally with the
+decode stage every Wan-based family shares (``components.wan.decode``).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
-from avatarstream.models.infinitetalk.color_match import match_colors
-from avatarstream.models.infinitetalk.vae import DecoderCache, decode
+from avatarstream.components.wan.color_match import match_colors
+from avatarstream.components.wan.vae import DecoderCache, decode
 from avatarstream.pipeline.chunks import FrameLayout
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
 from avatarstream.runtime.module import Module
-from avatarstream.stages.common import device_and_dtype, video_to_frames
-
-
-class WanDecodeStage(Stage):
-    name = "decode"
-    phase = "final"
-    reads: ClassVar[tuple[str, ...]] = ("latents", "reference_pixels")  # a family's decoder may read more (liveavatar: its warm-up latents)
-    writes = ("frames",)
-    resumes_with_cache = True  # at most two frames per causal convolution: a resumed decoder continues it exactly
-
-    def __init__(self, vae: Module, strength: float = 0.0) -> None:
-        self.vae = vae
-        self.strength = strength  # colour correction towards the reference image, frame by frame (0: none)
-
-    def modules(self) -> tuple[Module, ...]:
-        return (self.vae,)
-
-    def run(self, ctx: StageContext) -> None:
-        _, dtype = device_and_dtype(self.vae)
-        vae = self.vae.network_as(AutoencoderKLWan)
-        if ctx.cache is None:
-            ctx.cache = DecoderCache.for_vae(vae)
-        video = decode(vae, ctx["latents"].to(dtype), ctx.cache).float()
-        if self.strength:
-            video = match_colors(video, ctx["reference_pixels"], self.strength)
-        ctx["frames"] = video_to_frames(video)
+from avatarstream.stages.common import device_and_dtype
 
 
 def decode_window(vae: AutoencoderKLWan, latents: torch.Tensor, reference: torch.Tensor, strength: float, frames: slice) -> torch.Tensor:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
+from avatarstream.components.wan.vae import DecoderCache, decode, encode
 from avatarstream.errors import InputError
 from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT
 from avatarstream.models.infinitetalk.predict import ChunkConditions, DiTPredictor
 from avatarstream.models.infinitetalk.sampler import Guidance, sample
-from avatarstream.models.infinitetalk.vae import DecoderCache, decode, encode
 from avatarstream.pipeline.chunks import Chunk, FrameLayout
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext

@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
-from avatarstream.models.infinitetalk.config import VAE_TEMPORAL_STRIDE
+from avatarstream.components.wan.config import VAE_TEMPORAL_STRIDE
+from avatarstream.components.wan.text_encoder import TextEncoder
+from avatarstream.components.wan.vae import encode
 from avatarstream.models.infinitetalk.image_encoder import ImageEncoder
-from avatarstream.models.infinitetalk.text_encoder import TextEncoder
-from avatarstream.models.infinitetalk.vae import encode
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
 from avatarstream.runtime.module import Module

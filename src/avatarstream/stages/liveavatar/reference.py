@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
-from avatarstream.models.infinitetalk.text_encoder import TextEncoder
-from avatarstream.models.infinitetalk.vae import encode
+from avatarstream.components.wan.text_encoder import TextEncoder
+from avatarstream.components.wan.vae import encode
 from avatarstream.models.liveavatar.config import MOTION_FRAMES
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext

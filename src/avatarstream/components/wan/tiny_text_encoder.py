@@ -1,41 +1,31 @@
-"""Tiny random InfiniteTalk text and image encoders, written exactly as the real downloads lay them out.
+"""A tiny random Wan text encoder (UMT5) and its tokenizer, written exactly as the real downloads lay them out.
 
-For tests and for trying the pipeline without the 14B download: the same file
-names, key names and dtypes as the original Wan files
-(``models_t5_umt5-xxl-enc-bf16.pth`` in bf16 with Wan's T5 keys, the CLIP
-``.pth`` with Wan's ``visual.*``/``textual.*`` keys) or as the Diffusers folders
-(transformers ``save_pretrained``, the text encoder sharded with an index).
+For tests and for trying a Wan-based family without its 14B download: the
+same file names, key names and dtypes as the original Wan file
+(``models_t5_umt5-xxl-enc-bf16.pth`` in bf16 with Wan's T5 keys) or as the
+Diffusers folder (transformers ``save_pretrained``, sharded with an index).
 Weights are drawn once in Wan's key names from ``seed``; the Diffusers layout
 is that same state dict converted, so both layouts load to identical networks.
-Tokenizers are built in memory from a few sentences, so nothing is downloaded.
+Tokenizers are built in memory from a few sentences, so nothing is downloaded;
+the random draw and the tokenizer builder are public for a family's own tiny
+encoders.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-from transformers import CLIPVisionModelWithProjection, PreTrainedTokenizerBase, T5Tokenizer, UMT5EncoderModel, XLMRobertaTokenizer
+from transformers import PreTrainedTokenizerBase, T5Tokenizer, UMT5EncoderModel
 
-from avatarstream.families.infinitetalk.layout import CLIP_FILE, T5_FILE, T5_TOKENIZER_DIR, Layout
-from avatarstream.models.infinitetalk.image_encoder import (
-    CLIP_MEAN,
-    CLIP_STD,
-    NUM_HEADS,
-    clip_vision_config,
-    convert_open_clip_visual_to_transformers,
-)
-from avatarstream.models.infinitetalk.text_encoder import convert_wan_t5_to_transformers, umt5_config
+from avatarstream.components.wan.layout import T5_FILE, T5_TOKENIZER_DIR, Layout
+from avatarstream.components.wan.text_encoder import convert_wan_t5_to_transformers, umt5_config
 
 #: Tiny T5 sizes besides its width: two layers and heads, as in the real model one position bias per layer.
 T5_LAYERS, T5_HEADS, T5_FFN, T5_BUCKETS = 2, 2, 64, 32
-#: Tiny CLIP: three blocks, so that 'all but the last' still runs two; 224 px in 14 px patches keeps the real 257 tokens.
-CLIP_LAYERS, CLIP_PATCH, CLIP_IMAGE = 3, 14, 224
-XLM_ROBERTA_DIR = "xlm-roberta-large"
 #: The words of the tiny tokenizers (prompt-like; anything else falls back to characters, or <unk>).
 CORPUS = (
     "a woman is talking to the camera in a bright room, close-up portrait",
@@ -76,26 +66,6 @@ def write_tiny_text_encoder(base: Path, layout: Layout, text_dim: int, seed: int
     tokenizer.save_pretrained(base / "tokenizer")
 
 
-def write_tiny_image_encoder(base: Path, layout: Layout, clip_dim: int, seed: int) -> None:
-    """A random ViT-H/14-shaped CLIP vision tower of width ``clip_dim`` (a multiple of 16) under ``base``, in ``layout``."""
-    if clip_dim % NUM_HEADS:
-        raise ValueError(f"clip_dim must be a multiple of ViT-H/14's {NUM_HEADS} heads, got {clip_dim}")
-    state = wan_clip_state(clip_dim, seed)
-    if layout == "original":
-        path = base / CLIP_FILE
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(state, path)
-        xlm_roberta_tokenizer().save_pretrained(base / XLM_ROBERTA_DIR)
-        return
-    config = clip_vision_config(
-        hidden_size=clip_dim, num_layers=CLIP_LAYERS, intermediate_size=4 * clip_dim, patch_size=CLIP_PATCH, image_size=CLIP_IMAGE, projection_dim=clip_dim // 2
-    )
-    network = CLIPVisionModelWithProjection(config)
-    network.load_state_dict(convert_open_clip_visual_to_transformers(state), strict=True)
-    network.save_pretrained(base / "image_encoder")
-    _write_preprocessor_config(base / "image_processor" / "preprocessor_config.json")
-
-
 def wan_t5_state(vocab: int, dim: int, seed: int) -> dict[str, torch.Tensor]:
     """Random weights under the keys of Wan's ``T5Encoder`` (UMT5: no shared position bias), bf16-representable."""
     ffn, heads = T5_FFN, T5_HEADS
@@ -112,42 +82,10 @@ def wan_t5_state(vocab: int, dim: int, seed: int) -> dict[str, torch.Tensor]:
             block + "pos_embedding.embedding.weight": (T5_BUCKETS, heads),
         }
     shapes["norm.weight"] = (dim,)
-    return {key: tensor.to(torch.bfloat16).float() for key, tensor in _random(shapes, seed).items()}
+    return {key: tensor.to(torch.bfloat16).float() for key, tensor in random_state(shapes, seed).items()}
 
 
-def wan_clip_state(dim: int, seed: int) -> dict[str, torch.Tensor]:
-    """Random weights under the keys of Wan's ``XLMRobertaCLIP``: the full vision tower, a token of the text tower."""
-    grid = CLIP_IMAGE // CLIP_PATCH
-    shapes: dict[str, tuple[int, ...]] = {
-        "visual.patch_embedding.weight": (dim, 3, CLIP_PATCH, CLIP_PATCH),  # no bias: the tower has a pre-norm
-        "visual.cls_embedding": (1, 1, dim),
-        "visual.pos_embedding": (1, grid * grid + 1, dim),
-        "visual.pre_norm.weight": (dim,),
-        "visual.pre_norm.bias": (dim,),
-    }
-    for i in range(CLIP_LAYERS):
-        block = f"visual.transformer.{i}."
-        shapes |= {
-            block + "norm1.weight": (dim,),
-            block + "norm1.bias": (dim,),
-            block + "attn.to_qkv.weight": (3 * dim, dim),
-            block + "attn.to_qkv.bias": (3 * dim,),
-            block + "attn.proj.weight": (dim, dim),
-            block + "attn.proj.bias": (dim,),
-            block + "norm2.weight": (dim,),
-            block + "norm2.bias": (dim,),
-            block + "mlp.0.weight": (4 * dim, dim),
-            block + "mlp.0.bias": (4 * dim,),
-            block + "mlp.2.weight": (dim, 4 * dim),
-            block + "mlp.2.bias": (dim,),
-        }
-    shapes |= {"visual.post_norm.weight": (dim,), "visual.post_norm.bias": (dim,), "visual.head": (dim, dim // 2)}
-    # the text tower, only sketched: the loader must pass over it
-    shapes |= {"textual.token_embedding.weight": (32, dim), "textual.head.0.weight": (dim, dim), "log_scale": ()}
-    return _random(shapes, seed)
-
-
-def _random(shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, torch.Tensor]:
+def random_state(shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, torch.Tensor]:
     """Seeded normal weights: norm scales near 1, small biases, lookups O(1), matrices scaled by fan-in."""
     generator = torch.Generator().manual_seed(seed)
     state = {}
@@ -167,18 +105,11 @@ def _random(shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, torch.Te
 def umt5_tokenizer() -> PreTrainedTokenizerBase:
     """A small T5-style tokenizer: pad 0, EOS 1, unk 2, EOS appended, 100 sentinel tokens."""
     specials = ["<pad>", "</s>", "<unk>"]
-    backend = _unigram(specials, template="$A </s>", template_tokens=["</s>"])
+    backend = unigram_tokenizer(specials, template="$A </s>", template_tokens=["</s>"])
     return T5Tokenizer(tokenizer_object=backend, pad_token="<pad>", eos_token="</s>", unk_token="<unk>", extra_ids=100)
 
 
-def xlm_roberta_tokenizer() -> PreTrainedTokenizerBase:
-    """A small XLM-RoBERTa-style tokenizer (only so the original layout is complete; Wan's images never use it)."""
-    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    backend = _unigram(specials, template="<s> $A </s>", template_tokens=["<s>", "</s>"])
-    return XLMRobertaTokenizer(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>", mask_token="<mask>")
-
-
-def _unigram(specials: list[str], template: str, template_tokens: Iterable[str]) -> Tokenizer:
+def unigram_tokenizer(specials: list[str], template: str, template_tokens: Iterable[str]) -> Tokenizer:
     """A SentencePiece-like Unigram tokenizer over the words and characters of ``CORPUS``.
 
     Built from a fixed vocabulary rather than trained (training is not
@@ -197,23 +128,3 @@ def _unigram(specials: list[str], template: str, template_tokens: Iterable[str])
 def _half_size(network: torch.nn.Module) -> int:
     """A shard size that splits the checkpoint in at least two files."""
     return max(sum(p.numel() * p.element_size() for p in network.parameters()) // 2, 1)
-
-
-def _write_preprocessor_config(path: Path) -> None:
-    """Diffusers' ``image_processor/preprocessor_config.json`` for this CLIP, as the real download has it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    config = {
-        "crop_size": {"height": CLIP_IMAGE, "width": CLIP_IMAGE},
-        "do_center_crop": True,
-        "do_convert_rgb": True,
-        "do_normalize": True,
-        "do_rescale": True,
-        "do_resize": True,
-        "image_mean": list(CLIP_MEAN),
-        "image_processor_type": "CLIPImageProcessor",
-        "image_std": list(CLIP_STD),
-        "resample": 3,
-        "rescale_factor": 1 / 255,
-        "size": {"shortest_edge": CLIP_IMAGE},
-    }
-    path.write_text(json.dumps(config, indent=2) + "\n")

@@ -16,7 +16,7 @@ import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan, WanCausalConv3d
 from torch import nn
 
-from avatarstream.models.infinitetalk.config import VAE_TEMPORAL_STRIDE, VAEConfig
+from avatarstream.components.wan.config import VAE_TEMPORAL_STRIDE, VAEConfig
 
 
 def build_vae(config: VAEConfig) -> AutoencoderKLWan:

@@ -12,10 +12,10 @@ import torch
 from diffusers.loaders.single_file_utils import convert_wan_vae_to_diffusers
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
+from avatarstream.components.wan.config import VAEConfig
+from avatarstream.components.wan.layout import VAE_FILE, Layout
+from avatarstream.components.wan.vae import build_vae
 from avatarstream.errors import InputError
-from avatarstream.families.infinitetalk.layout import VAE_FILE, Layout
-from avatarstream.models.infinitetalk.config import VAEConfig
-from avatarstream.models.infinitetalk.vae import build_vae
 from avatarstream.weights.config_values import ConfigValues, read_json_object
 from avatarstream.weights.files import ShardedCheckpoint, StateDict, read_pth
 from avatarstream.weights.memory_check import meta_bytes, require_fits

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from avatarstream.families.infinitetalk.load_vae import load_vae
-from avatarstream.models.infinitetalk.vae import DecoderCache, decode, encode
+from avatarstream.components.wan.load_vae import load_vae
+from avatarstream.components.wan.vae import DecoderCache, decode, encode
 
 
 @pytest.fixture(scope="module")

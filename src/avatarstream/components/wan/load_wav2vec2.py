@@ -1,8 +1,9 @@
-"""Load chinese-wav2vec2-base as downloaded: a Hugging Face folder with ``model.safetensors`` or ``pytorch_model.bin``.
+"""Read a wav2vec2 audio encoder as downloaded: a Hugging Face folder with ``model.safetensors`` or ``pytorch_model.bin``.
 
-The checkpoint is the pre-training one (``wav2vec2.`` prefix, quantizer and
-projection heads that inference ignores, weight norm stored as
-``weight_g``/``weight_v``); it is mapped onto transformers' ``Wav2Vec2Model``.
+The Wan-based families take theirs from different checkpoints: a pre-training
+one (``wav2vec2.`` prefix, quantizer and projection heads that inference
+ignores), a CTC one, or a bare model; weight norm may be stored as
+``weight_g``/``weight_v``. Each is mapped onto transformers' ``Wav2Vec2Model``.
 ``pytorch_model.bin`` is read weights-only.
 """
 
@@ -15,7 +16,6 @@ from huggingface_hub.errors import StrictDataclassError
 from transformers import Wav2Vec2Config, Wav2Vec2Model
 
 from avatarstream.errors import InputError
-from avatarstream.models.infinitetalk.audio_features import resample_to_video_rate
 from avatarstream.weights.config_values import MAX_HEADS, MAX_LAYERS, ConfigValues, read_json_object
 from avatarstream.weights.files import StateDict, read_pth, read_safetensors
 from avatarstream.weights.memory_check import meta_bytes, require_fits
@@ -70,13 +70,6 @@ def read_weights(folder: Path) -> tuple[StateDict, Path]:
             inside(folder, path)
             return reader(path), path
     raise InputError(f"no model.safetensors or pytorch_model.bin in {folder}; download the wav2vec2 weights ({folder.name}) there")
-
-
-def load_wav2vec2(folder: Path, dtype: torch.dtype) -> Wav2Vec2Model:
-    """chinese-wav2vec2-base, made to resample its CNN features to the video rate (as InfiniteTalk was trained)."""
-    network = read_wav2vec2(folder, dtype)
-    resample_to_video_rate(network)
-    return network
 
 
 def read_wav2vec2(folder: Path, dtype: torch.dtype) -> Wav2Vec2Model:

@@ -1,13 +1,14 @@
-"""The architecture's colour correction: each decoded frame's Lab statistics moved to the reference image's.
+"""Colour correction of decoded frames: each frame's Lab statistics moved to the reference image's.
 
-Long generations drift in colour; the authors' CLI corrects every frame of a
+Long generations drift in colour; InfiniteTalk's CLI corrects every frame of a
 chunk towards the reference image (per Lab channel: shift and scale the
 frame's mean and standard deviation to the reference's) and blends the result
-with the frame by ``strength``. Each frame is corrected alone, so the result
-does not depend on how frames are grouped into chunks. The reference converts
-with scikit-image (sRGB, D65, 2° observer); these are the same formulas in
-torch, so the frames of a chunk are corrected at once, on the device they are
-on (tests/models/test_infinitetalk_color_match.py holds them to scikit-image).
+with the frame by ``strength``; the Wan decode stage offers the same to any
+Wan-based family. Each frame is corrected alone, so the result does not
+depend on how frames are grouped into chunks. The reference converts with
+scikit-image (sRGB, D65, 2° observer); these are the same formulas in torch,
+so the frames of a chunk are corrected at once, on the device they are on
+(tests/components/test_wan_color_match.py holds them to scikit-image).
 """
 
 from __future__ import annotations

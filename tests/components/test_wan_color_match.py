@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from avatarstream.models.infinitetalk.color_match import lab_to_rgb, match_colors, rgb_to_lab
+from avatarstream.components.wan.color_match import lab_to_rgb, match_colors, rgb_to_lab
 
 color = pytest.importorskip("skimage.color")
 

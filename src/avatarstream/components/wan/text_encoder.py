@@ -18,7 +18,7 @@ import ftfy
 import torch
 from transformers import PreTrainedTokenizerBase, UMT5Config, UMT5EncoderModel
 
-from avatarstream.models.infinitetalk.config import TEXT_LEN
+from avatarstream.components.wan.config import TEXT_LEN
 
 #: Both names under which ``UMT5EncoderModel`` holds its one token embedding (tied).
 EMBEDDING_KEYS = ("shared.weight", "encoder.embed_tokens.weight")

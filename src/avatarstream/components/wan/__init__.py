@@ -1,0 +1,7 @@
+"""What the Wan-based families share: the Wan 2.1 VAE, the UMT5 text encoder, wav2vec2 reading, the download layout of
+these files, their loaders, their tiny random checkpoints and the causal decode stage.
+
+Each family keeps only what is its own (its DiT, its adapter or LoRA, its folders and presets). The modules
+of pure model code (``config``, ``vae``, ``text_encoder``, ``color_match``) import nothing from the framework;
+the loaders and tiny writers read and write files through ``avatarstream.weights``; ``decode`` is a stage.
+"""

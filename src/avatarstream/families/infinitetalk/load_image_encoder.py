@@ -1,0 +1,92 @@
+"""Load InfiniteTalk's image encoder (CLIP ViT-H/14) from either Wan2.1-I2V download layout.
+
+Original layout: Wan's own state dict
+(``models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth``), sizes read from
+the tensor shapes, keys converted. Diffusers layout: a transformers folder
+(``image_encoder/``) with a ``config.json``, read as the shared text encoder's
+is. Either way the network is built on the meta device and filled tensor by tensor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+from transformers import CLIPVisionConfig, CLIPVisionModel
+
+from avatarstream.components.wan.layout import Layout
+from avatarstream.components.wan.load_text_encoder import config_from_dict, read_config, read_json
+from avatarstream.errors import InputError
+from avatarstream.families.infinitetalk.layout import CLIP_FILE
+from avatarstream.models.infinitetalk.image_encoder import (
+    CLIP_MEAN,
+    CLIP_STD,
+    ImageEncoder,
+    clip_vision_config_from_wan,
+    convert_open_clip_visual_to_transformers,
+    vision_model_tensors,
+)
+from avatarstream.weights.files import ShardedCheckpoint, StateDict, read_pth
+from avatarstream.weights.meta_load import MetaLoader, empty_weights
+from avatarstream.weights.sandbox import inside
+
+CLIP_NAME = "image encoder (CLIP ViT-H/14)"
+
+
+def load_image_encoder(base: Path, layout: Layout, dtype: torch.dtype) -> ImageEncoder:
+    """The CLIP vision tower from the Wan base folder ``base`` (the CLIP text tower and its tokenizer are not needed)."""
+    if layout == "original":
+        return ImageEncoder(_load_wan_clip(inside(base, base / CLIP_FILE), dtype))
+    mean, std = _read_normalization(inside(base, base / "image_processor" / "preprocessor_config.json"))
+    return ImageEncoder(_load_transformers_clip(inside(base, base / "image_encoder"), dtype), mean, std)
+
+
+def _load_wan_clip(path: Path, dtype: torch.dtype) -> CLIPVisionModel:
+    state = read_pth(path)
+    expected = f"expected Wan's open-clip XLM-RoBERTa ViT-H/14 state dict ({CLIP_FILE})"
+    try:
+        config = clip_vision_config_from_wan({key: tuple(tensor.shape) for key, tensor in state.items()})
+        tensors = convert_open_clip_visual_to_transformers(state)
+    except KeyError as exc:
+        raise InputError(f"{path} lacks tensor {exc}; {expected}") from exc
+    except ValueError as exc:
+        raise InputError(f"{path}: {exc}; {expected}") from exc
+    return _fill_clip(config, [(path, tensors)], path, dtype)
+
+
+def _load_transformers_clip(folder: Path, dtype: torch.dtype) -> CLIPVisionModel:
+    config_path = inside(folder, folder / "config.json")
+    raw = read_config(config_path, "clip_vision_model", "clip")
+    if raw["model_type"] == "clip":  # a full CLIP config: its vision part
+        vision = raw.get("vision_config")
+        if not isinstance(vision, dict):
+            raise InputError(f"{config_path} is a CLIP config without a vision_config; expected the image encoder's config")
+        raw = vision
+    config = config_from_dict(CLIPVisionConfig, raw, config_path)
+    checkpoint = ShardedCheckpoint.open(folder, "model")
+    return _fill_clip(config, checkpoint.shards(), checkpoint.source, dtype)
+
+
+def _fill_clip(config: CLIPVisionConfig, shards: Iterable[tuple[Path, StateDict]], source: Path, dtype: torch.dtype) -> CLIPVisionModel:
+    """Build on meta and fill from ``CLIPVisionModelWithProjection``-named tensors (see ``vision_model_tensors``)."""
+    with empty_weights():
+        network = CLIPVisionModel(config)
+    loader = MetaLoader(network, CLIP_NAME, dtype)
+    for path, tensors in shards:
+        loader.load(vision_model_tensors(tensors), path)
+        del tensors
+    return loader.finish([source])
+
+
+def _read_normalization(path: Path) -> tuple[list[float], list[float]]:
+    """CLIP mean and std from Diffusers' ``image_processor/preprocessor_config.json``."""
+    raw = read_json(path)
+    mean, std = raw.get("image_mean", list(CLIP_MEAN)), raw.get("image_std", list(CLIP_STD))  # CLIPImageProcessor defaults
+    if not (_three_numbers(mean) and _three_numbers(std)):
+        raise InputError(f"{path} has image_mean {mean!r} and image_std {std!r}; expected three numbers each (RGB)")
+    return [float(m) for m in mean], [float(s) for s in std]
+
+
+def _three_numbers(value: object) -> bool:
+    return isinstance(value, list) and len(value) == 3 and all(isinstance(v, (int, float)) for v in value)
