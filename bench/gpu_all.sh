@@ -80,26 +80,26 @@ skip() {  # skip NAME WHY
 if [ "$DRY" = 1 ]; then
   TINY=(--tiny --device cpu --threads 1 --residencies resident --sizes 64x48 --no-guided)
   part streams $DRY_BUDGET "$PYTHON" -m avatarstream.benchmarks.gpu_streams --out "$OUT/streams" --device cpu --model demo-tiny --seconds 1.5
-  part infinitetalk-eager $DRY_BUDGET "$PYTHON" -m avatarstream.benchmarks.infinitetalk_gpu --out "$OUT/infinitetalk-eager" "${TINY[@]}"
+  part infinitetalk-eager $DRY_BUDGET "$PYTHON" -m avatarstream.families.infinitetalk.gpu_bench --out "$OUT/infinitetalk-eager" "${TINY[@]}"
 else
   part streams 60 "$PYTHON" -m avatarstream.benchmarks.gpu_streams --out "$OUT/streams"
-  part infinitetalk-eager 200 "$PYTHON" -m avatarstream.benchmarks.infinitetalk_gpu --out "$OUT/infinitetalk-eager" --budget-s 130 \
+  part infinitetalk-eager 200 "$PYTHON" -m avatarstream.families.infinitetalk.gpu_bench --out "$OUT/infinitetalk-eager" --budget-s 130 \
     --residencies resident,dit_streamed_2,offloaded --sizes 832x480
 fi
 
 if [ "$DRY" = 1 ]; then
-  part liveavatar $DRY_BUDGET "$PYTHON" -m avatarstream.benchmarks.liveavatar_gpu --out "$OUT/liveavatar" --tiny --device cpu --threads 1
+  part liveavatar $DRY_BUDGET "$PYTHON" -m avatarstream.families.liveavatar.gpu_bench --out "$OUT/liveavatar" --tiny --device cpu --threads 1
 else
   part liveavatar 120 bench/liveavatar_gpu.sh --out "$OUT/liveavatar" --budget-s 60
 fi
 
 if [ "$DRY" = 1 ]; then
-  part infinitetalk-compiled $DRY_BUDGET "$PYTHON" -m avatarstream.benchmarks.infinitetalk_gpu --out "$OUT/infinitetalk-compiled" "${TINY[@]}" \
+  part infinitetalk-compiled $DRY_BUDGET "$PYTHON" -m avatarstream.families.infinitetalk.gpu_bench --out "$OUT/infinitetalk-compiled" "${TINY[@]}" \
     --compile --compile-backend aot_eager
   part runtime $DRY_BUDGET bash -c "'$PYTHON' bench/gpu_check.py --device cpu --smoke --out '$OUT/runtime/gpu_check.json' && \
     '$PYTHON' -m avatarstream.cli.main bench --scenario overlap --model demo-tiny --device cpu --seconds 1.5 --repeats 1 --out '$OUT/runtime'"
 else
-  part infinitetalk-compiled 130 "$PYTHON" -m avatarstream.benchmarks.infinitetalk_gpu --out "$OUT/infinitetalk-compiled" --budget-s 90 \
+  part infinitetalk-compiled 130 "$PYTHON" -m avatarstream.families.infinitetalk.gpu_bench --out "$OUT/infinitetalk-compiled" --budget-s 90 \
     --residencies resident --sizes 832x480 --no-guided --compile
   part runtime 100 bash -c "timeout 70 '$PYTHON' bench/gpu_check.py --out '$OUT/runtime/gpu_check.json'; \
     '$PYTHON' -m avatarstream.cli.main bench --scenario overlap --model demo --device cuda --seconds 10 --repeats 1 --out '$OUT/runtime'"

@@ -9,7 +9,7 @@
 # the run is stopped at 480 s; the JSON is rewritten after every scenario, so a cut-short run keeps what it measured.
 # Needs ~60 GiB of GPU memory (resident) and ~90 GiB of free host memory for the offloaded run (skipped when short).
 #   bench/infinitetalk_gpu.sh                 -> bench/results/YYYY-MM-DD-infinitetalk-gpu/infinitetalk-gpu.json
-#   bench/infinitetalk_gpu.sh --budget-s 200  # options pass through to python -m avatarstream.benchmarks.infinitetalk_gpu
+#   bench/infinitetalk_gpu.sh --budget-s 200  # options pass through to python -m avatarstream.families.infinitetalk.gpu_bench
 # PYTHON picks the interpreter (default: .venv/bin/python, else python3). When it lacks a CUDA torch or the packages
 # below, they go into a venv ($VENV, default /tmp/avatarstream-gpu-venv) that sees python3's own packages (its CUDA
 # torch); with a folder .whl/ of wheels in the repository root, they are installed from there, offline.
@@ -19,4 +19,4 @@ source bench/gpu_env.sh
 
 OUT=bench/results/$(date +%F)-infinitetalk-gpu
 export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-exec timeout --kill-after=15 480 "$PYTHON" -m avatarstream.benchmarks.infinitetalk_gpu --out "$OUT" "$@"
+exec timeout --kill-after=15 480 "$PYTHON" -m avatarstream.families.infinitetalk.gpu_bench --out "$OUT" "$@"

@@ -8,7 +8,7 @@
 # rewritten after every scenario. Needs ~80 GiB of GPU memory per GPU.
 #   bench/liveavatar_gpu.sh                 -> bench/results/YYYY-MM-DD-liveavatar-gpu/liveavatar-gpu.json
 #                                              (several GPUs: .../one-process/ and .../LAYOUT/)
-#   bench/liveavatar_gpu.sh --budget-s 200  # options pass through to python -m avatarstream.benchmarks.liveavatar_gpu
+#   bench/liveavatar_gpu.sh --budget-s 200  # options pass through to python -m avatarstream.families.liveavatar.gpu_bench
 # bench/gpu_env.sh finds (or makes) an interpreter with a CUDA torch and the packages: PYTHON, VENV and .whl/ as it says.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,12 +18,12 @@ OUT=bench/results/$(date +%F)-liveavatar-gpu
 export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 # what to launch on this many GPUs: "LAYOUT PROCESSES", or nothing for one
 read -r LAYOUT NPROC <<< "$("$PYTHON" -c "import torch
-from avatarstream.benchmarks.liveavatar_gpu import layout_for
+from avatarstream.families.liveavatar.gpu_bench import layout_for
 print(*(layout_for(torch.cuda.device_count()) or ()))")" || true
 if [ -z "${LAYOUT:-}" ]; then
-  exec timeout --kill-after=15 480 "$PYTHON" -m avatarstream.benchmarks.liveavatar_gpu --out "$OUT" "$@"
+  exec timeout --kill-after=15 480 "$PYTHON" -m avatarstream.families.liveavatar.gpu_bench --out "$OUT" "$@"
 fi
-timeout --kill-after=15 240 "$PYTHON" -m avatarstream.benchmarks.liveavatar_gpu --out "$OUT/one-process" --budget-s 100 "$@" \
+timeout --kill-after=15 240 "$PYTHON" -m avatarstream.families.liveavatar.gpu_bench --out "$OUT/one-process" --budget-s 100 "$@" \
   || echo "liveavatar_gpu: the one-process run failed (exit $?); the $LAYOUT run goes on" >&2
 exec timeout --kill-after=15 225 "$PYTHON" -m torch.distributed.run --standalone --nproc-per-node "$NPROC" \
-  -m avatarstream.benchmarks.liveavatar_gpu --out "$OUT/$LAYOUT" --parallel "$LAYOUT" "$@"
+  -m avatarstream.families.liveavatar.gpu_bench --out "$OUT/$LAYOUT" --parallel "$LAYOUT" "$@"

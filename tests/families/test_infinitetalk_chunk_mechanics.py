@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from avatarstream.benchmarks.audio_window import window_errors
 from avatarstream.components.wan.vae import DecoderCache, decode, encode
+from avatarstream.families.infinitetalk.audio_window import window_errors
 from avatarstream.families.infinitetalk.layout import WeightsLayout
 from avatarstream.families.registry import load_family
 from avatarstream.pipeline.chunks import Chunk

@@ -14,20 +14,16 @@ import numpy as np
 
 from avatarstream.benchmarks import plots
 from avatarstream.benchmarks.audio import looped, looped_array
-from avatarstream.benchmarks.audio_window import window_errors
 from avatarstream.benchmarks.compare import compare_policies, standard_configs
 from avatarstream.benchmarks.contention import measure_contention, measure_load_memory
 from avatarstream.benchmarks.context import BenchContext
 from avatarstream.benchmarks.parallel_bench import measure_parallel
 from avatarstream.benchmarks.raw_loop import raw_frames
-from avatarstream.benchmarks.raw_loop_infinitetalk import raw_frames as raw_frames_infinitetalk
 from avatarstream.benchmarks.soak import SoakFailed, SoakSettings, measure_soak
 from avatarstream.errors import InputError
 from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS, DemoFamily
-from avatarstream.families.infinitetalk.family import InfiniteTalkFamily
 from avatarstream.models.demo import DemoConfig
 from avatarstream.runtime.compiled import compile_seconds, graphs_compiled
-from avatarstream.stages.infinitetalk.context import WanAudioContextStage
 
 SPEED_KEYS = ("ttff_s", "fps_out", "realtime_factor", "wall_s", "frames", "duration_s")
 
@@ -94,13 +90,14 @@ def resolution(ctx: BenchContext) -> dict[str, Any]:
 def overhead(ctx: BenchContext) -> dict[str, Any]:
     """Framework overhead: the pipeline against the same models in a plain loop, interleaved, no encoding."""
     family, _ = ctx.family()
-    if isinstance(family, InfiniteTalkFamily):
+    if hasattr(family, "raw_frames"):  # a family's own plain loop of its networks (reference image, samples -> frames)
         options: dict[str, Any] = {}
-        raw = partial(raw_frames_infinitetalk, family)
-    else:
-        assert isinstance(family, DemoFamily), "the bench loads the demo or the infinitetalk family"
+        raw = family.raw_frames
+    elif isinstance(family, DemoFamily):
         options = {"chunk_frames": DEFAULT_CHUNK_FRAMES, "interp_frames": DEFAULT_INTERP_FRAMES, "steps": DEFAULT_STEPS, "shift": DEFAULT_SHIFT}
         raw = partial(raw_frames, family, **options)
+    else:
+        raise InputError(f"the overhead scenario needs a plain loop of the model's networks to compare with; {family.name} has none")
     pipe_s, raw_s, loop_pct, identical = [], [], [], True
     for _ in range(ctx.repeats):
         report = ctx.run(family, encode=False, keep_frames=True, **options)
@@ -219,7 +216,7 @@ def residency(ctx: BenchContext) -> dict[str, Any]:
 
 def motion(ctx: BenchContext) -> dict[str, Any]:
     """infinitetalk: motion frames re-encoded from pixels (the reference's way) against handed over as latents."""
-    if not isinstance(ctx.family()[0], InfiniteTalkFamily):
+    if "motion" not in {spec.name for spec in ctx.family()[0].Options.specs()}:  # the family's motion hand-over option
         raise InputError("the motion scenario compares the infinitetalk family's motion hand-over; run it with --model infinitetalk --weights ROOT")
     result = _compare(ctx, {"reencode": {"motion": "reencode"}, "latent": {"motion": "latent"}}, check_identical=False)
     result["reencode_cost_pct"] = 100 * (result["reencode"]["wall_s"] / result["latent"]["wall_s"] - 1)
@@ -228,14 +225,13 @@ def motion(ctx: BenchContext) -> dict[str, Any]:
 
 def audio_window(ctx: BenchContext) -> dict[str, Any]:
     """infinitetalk: rolling-window wav2vec2 features against whole-file features, per window length and look-ahead."""
-    if not isinstance(ctx.family()[0], InfiniteTalkFamily):
-        raise InputError("the audio-window scenario measures the infinitetalk family's audio encoder; run it with --model infinitetalk --weights ROOT")
     family, _ = ctx.family()
+    if not hasattr(family, "audio_window_errors"):
+        raise InputError("the audio-window scenario measures the infinitetalk family's audio encoder; run it with --model infinitetalk --weights ROOT")
     pipeline = ctx.pipeline(family)
-    stage = next(s for s in pipeline.stages if isinstance(s, WanAudioContextStage))
     samples = looped_array(ctx.speech(pipeline.model_sample_rate), pipeline.model_sample_rate, ctx.seconds)
     spans = [(window, ahead) for window in (2.0, 4.0, 8.0, 16.0) for ahead in (2, 12, 25, 50)]
-    errors = window_errors(family.modules["audio_encoder"], stage, pipeline.plan, samples, spans)
+    errors = family.audio_window_errors(pipeline, samples, spans)
     return {"rows": [{"window_s": w, "lookahead_frames": a, **e} for (w, a), e in errors.items()]}
 
 

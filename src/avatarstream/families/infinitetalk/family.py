@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -90,6 +90,20 @@ class InfiniteTalkFamily:
         from avatarstream.families.infinitetalk.parity import render_golden_video
 
         render_golden_video(gs, frames)
+
+    def raw_frames(self, reference_image: np.ndarray, samples: np.ndarray, *, seed: int = 0) -> Iterator[np.ndarray]:
+        """The overhead benchmark's baseline: the last build's frames from the networks called in a plain loop."""
+        from avatarstream.families.infinitetalk.raw_loop import raw_frames  # benchmark code loads only for `avatarstream bench`
+
+        return raw_frames(self, reference_image, samples, seed=seed)
+
+    def audio_window_errors(self, pipeline: Pipeline, samples: np.ndarray, spans: Sequence[tuple[float, int]]) -> dict[tuple[float, int], dict[str, float]]:
+        """The audio-window benchmark: per (window seconds, look-ahead frames), how far ``pipeline``'s rolling-window audio
+        features are from whole-file ones."""
+        from avatarstream.families.infinitetalk.audio_window import window_errors
+
+        stage = next(s for s in pipeline.stages if isinstance(s, WanAudioContextStage))
+        return window_errors(self.modules["audio_encoder"], stage, pipeline.plan, samples, spans)
 
     @classmethod
     def load(cls, root: Path | None, options: InfiniteTalkOptions | None = None, *, device: torch.device | None = None, seed: int = 0) -> InfiniteTalkFamily:

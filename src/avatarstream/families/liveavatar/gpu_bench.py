@@ -11,9 +11,9 @@ per denoising step, plus a decode rank, plus sp=2 inside each step) every rank
 builds the networks on its GPU and rank 0 measures one scenario, all weights
 resident. The JSON is rewritten after every scenario; none starts after the budget.
 
-    python -m avatarstream.benchmarks.liveavatar_gpu --out bench/results/DIR            # a CUDA GPU, ~4 min
-    torchrun --standalone --nproc-per-node 4 -m avatarstream.benchmarks.liveavatar_gpu --out DIR --parallel steps=4
-    python -m avatarstream.benchmarks.liveavatar_gpu --out /tmp/x --tiny --device cpu   # tiny networks, seconds
+    python -m avatarstream.families.liveavatar.gpu_bench --out bench/results/DIR            # a CUDA GPU, ~4 min
+    torchrun --standalone --nproc-per-node 4 -m avatarstream.families.liveavatar.gpu_bench --out DIR --parallel steps=4
+    python -m avatarstream.families.liveavatar.gpu_bench --out /tmp/x --tiny --device cpu   # tiny networks, seconds
 """
 
 from __future__ import annotations
@@ -28,19 +28,8 @@ from typing import Any
 import torch
 from transformers import UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2FeatureExtractor, Wav2Vec2Model
 
+from avatarstream.benchmarks import gpu_run
 from avatarstream.benchmarks.audio import bundled_speech, looped
-from avatarstream.benchmarks.infinitetalk_gpu import (
-    GIB,
-    Progress,
-    back_on_device,
-    environment,
-    is_out_of_memory,
-    materialize,
-    reset_device_peak,
-    run_parser,
-    start_run,
-    write_json,
-)
 from avatarstream.benchmarks.measure import measure
 from avatarstream.components.wan.config import VAEConfig
 from avatarstream.components.wan.text_encoder import TextEncoder, umt5_config
@@ -96,9 +85,9 @@ def build_networks(tiny: bool, device: torch.device, dtype: torch.dtype, seed: i
         text = UMT5EncoderModel(t5)
     text.encoder.embed_tokens.weight = text.shared.weight
     generator = torch.Generator(device).manual_seed(seed)
-    materialize(dit, device, dtype, generator, lambda key: any(p in key for p in FP32_PARAMETERS))
+    gpu_run.materialize(dit, device, dtype, generator, lambda key: any(p in key for p in FP32_PARAMETERS))
     for network in (vae, audio, text):
-        materialize(network, device, dtype, generator)
+        gpu_run.materialize(network, device, dtype, generator)
     return LiveAvatarNetworks(dit, vae, AudioEncoder(Wav2Vec2FeatureExtractor(do_normalize=True), audio), TextEncoder(text, tokenizer))
 
 
@@ -137,17 +126,17 @@ def run_scenario(family: LiveAvatarFamily, plan: Plan, residency: str, device: t
     try:
         pipeline = _build(family, plan, residency, device)
         synchronize(device)
-        reset_device_peak(device)
+        gpu_run.reset_device_peak(device)
         report = measure(pipeline, family.reference(None), looped(bundled_speech(SAMPLE_RATE), SAMPLE_RATE, plan.seconds))
     except RuntimeError as exc:
-        if not is_out_of_memory(exc):
+        if not gpu_run.is_out_of_memory(exc):
             raise
         return {**describe, "status": "skipped", "reason": f"out of memory: {str(exc).splitlines()[0]}"}
     finally:
         if pipeline is not None:
             pipeline.runtime.close()
         del pipeline
-        back_on_device(family, device)  # type: ignore[arg-type]  # any family with modules
+        gpu_run.back_on_device(family, device)
     block_s = [c["wall_s"] for c in report["chunks"]]
     steps, sink = kv_bytes(family.networks.dit.config, plan.size, family.networks.dit.dtype.itemsize)
     peak = report["peak_device_bytes"]
@@ -159,16 +148,16 @@ def run_scenario(family: LiveAvatarFamily, plan: Plan, residency: str, device: t
         "steady_block_s": statistics.median(block_s[2:] or block_s),  # after the first block and the sink refresh's neighbourhood
         "steady_fps": 12 / statistics.median(block_s[2:] or block_s),
         "peak_device_bytes": peak,
-        "peak_device_gib": round(peak / GIB, 2) if peak is not None else None,
+        "peak_device_gib": round(peak / gpu_run.GIB, 2) if peak is not None else None,
         "kv_cache_bytes": {"step_caches": steps, "sink": sink},
     }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = run_parser(__doc__.split("\n\n")[0], RESULT_FILE, 330.0, "start no scenario after this many seconds")
+    parser = gpu_run.run_parser(__doc__.split("\n\n")[0], RESULT_FILE, 330.0, "start no scenario after this many seconds")
     parser.add_argument("--parallel", metavar="LAYOUT", help="under torchrun: the --parallel layout of one all-resident scenario (e.g. steps=4,decode)")
     args = parser.parse_args(argv)
-    progress, device = start_run(parser, args)
+    progress, device = gpu_run.start_run(parser, args)
     info, device = init_rank(device, args.parallel)
     try:
         return _run(args, progress, device, info)
@@ -176,7 +165,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         finish(info)
 
 
-def _run(args: argparse.Namespace, progress: Progress, device: torch.device, info: RankInfo) -> dict[str, Any]:
+def _run(args: argparse.Namespace, progress: gpu_run.Progress, device: torch.device, info: RankInfo) -> dict[str, Any]:
     plan = TINY_PLAN if args.tiny else REAL_PLAN
     scenarios = ["resident"] if info.distributed else plan.scenarios()
     path = args.out / RESULT_FILE
@@ -192,7 +181,7 @@ def _run(args: argparse.Namespace, progress: Progress, device: torch.device, inf
     args.out.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {
         "benchmark": "liveavatar-gpu",
-        "environment": environment(device),
+        "environment": gpu_run.environment(device),
         "tiny": args.tiny,
         "dtype": str(dtype).removeprefix("torch."),
         "weight_bytes": sum(m.size_bytes for m in family.modules.values()),
@@ -201,7 +190,7 @@ def _run(args: argparse.Namespace, progress: Progress, device: torch.device, inf
         "processes": info.world_size,
         "scenarios": {},
     }
-    progress(f"built in {result['build_s']:.1f} s, {result['weight_bytes'] / GIB:.1f} GiB of weights")
+    progress(f"built in {result['build_s']:.1f} s, {result['weight_bytes'] / gpu_run.GIB:.1f} GiB of weights")
     for residency in scenarios:
         if progress.elapsed > args.budget_s:
             result["scenarios"][residency] = {"status": "skipped", "reason": f"time budget of {args.budget_s:g} s spent"}
@@ -214,9 +203,9 @@ def _run(args: argparse.Namespace, progress: Progress, device: torch.device, inf
             )
         else:
             progress(f"  -> skipped: {record['reason']}")
-        write_json(path, {**result, "total_s": round(progress.elapsed, 1)})
+        gpu_run.write_json(path, {**result, "total_s": round(progress.elapsed, 1)})
     result["total_s"] = round(progress.elapsed, 1)
-    write_json(path, result)
+    gpu_run.write_json(path, result)
     progress(f"wrote {path}")
     return result
 

@@ -16,7 +16,7 @@ import psutil
 import pytest
 import torch
 
-from avatarstream.benchmarks import infinitetalk_gpu as bench
+from avatarstream.families.infinitetalk import gpu_bench as bench
 from avatarstream.families.infinitetalk.family import InfiniteTalkFamily
 from avatarstream.families.infinitetalk.memory import real_weight_counts
 from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT
@@ -28,7 +28,7 @@ STAGES = {"reference_encode", "prompt_encode", "context_gen", "audio_to_video", 
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("infinitetalk-gpu")
-    command = [sys.executable, "-m", "avatarstream.benchmarks.infinitetalk_gpu", "--tiny", "--device", "cpu", "--threads", "1", "--out", str(out)]
+    command = [sys.executable, "-m", "avatarstream.families.infinitetalk.gpu_bench", "--tiny", "--device", "cpu", "--threads", "1", "--out", str(out)]
     done = subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": "1"}, check=False, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "running: flashtalk" in done.stdout  # timestamped progress lines
@@ -172,6 +172,6 @@ def test_random_dit_output_is_finite(tiny_family: bench.InfiniteTalkFamily) -> N
 @pytest.mark.skipif(torch.cuda.is_available(), reason="with a GPU this would start the real benchmark")
 def test_cuda_without_a_gpu_is_a_clear_error(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "avatarstream.benchmarks.infinitetalk_gpu", "--out", str(tmp_path)], check=False, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "avatarstream.families.infinitetalk.gpu_bench", "--out", str(tmp_path)], check=False, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 2 and "no CUDA GPU is available" in done.stderr

@@ -17,32 +17,38 @@ reported as skipped; so is everything left once the time budget is spent. The
 JSON is rewritten after every scenario, so a run cut short keeps what it
 measured.
 
-    python -m avatarstream.benchmarks.infinitetalk_gpu --out bench/results/DIR            # a CUDA GPU, ~6 min
-    python -m avatarstream.benchmarks.infinitetalk_gpu --out /tmp/x --tiny --device cpu   # tiny networks, seconds
+    python -m avatarstream.families.infinitetalk.gpu_bench --out bench/results/DIR            # a CUDA GPU, ~6 min
+    python -m avatarstream.families.infinitetalk.gpu_bench --out /tmp/x --tiny --device cpu   # tiny networks, seconds
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
-import json
-import platform
 import statistics
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import psutil
 import torch
-from torch import nn
 from transformers import CLIPVisionConfig, CLIPVisionModel, UMT5Config, UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2Model
 
 from avatarstream.benchmarks.audio import bundled_speech, looped
+from avatarstream.benchmarks.gpu_run import (
+    GIB,
+    Progress,
+    back_on_device,
+    environment,
+    is_out_of_memory,
+    materialize,
+    reset_device_peak,
+    run_parser,
+    start_run,
+    write_json,
+)
 from avatarstream.benchmarks.measure import measure, stage_named_for
 from avatarstream.components.wan.text_encoder import TextEncoder, umt5_config
 from avatarstream.components.wan.tiny_text_encoder import T5_BUCKETS, T5_FFN, T5_HEADS, T5_LAYERS, umt5_tokenizer
@@ -58,12 +64,11 @@ from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE, re
 from avatarstream.models.infinitetalk.config import InfiniteTalkConfig
 from avatarstream.models.infinitetalk.dit import FP32_PARAMETERS, InfiniteTalkDiT
 from avatarstream.models.infinitetalk.image_encoder import ImageEncoder, clip_vision_config
-from avatarstream.runtime.devices import resolve_device, synchronize
+from avatarstream.runtime.devices import synchronize
 from avatarstream.runtime.packing import module_tensors
 from avatarstream.runtime.streamed import blocks_of
 from avatarstream.weights.meta_load import empty_weights
 
-GIB = 2**30
 #: The real checkpoint's dtype, on the CPU dry run too: it is where dtype mistakes show before GPU time is spent.
 DTYPE = torch.bfloat16
 RESULT_FILE = "infinitetalk-gpu.json"
@@ -75,8 +80,6 @@ RESIDENCIES: dict[str, dict[str, str]] = {
     "offloaded": {"default": "offloaded"},
 }
 NOT_RUN = {"sharded": "needs torchrun and several GPUs; this benchmark measures one"}
-#: Weight init: small enough that 40 residual blocks stay finite in bf16.
-WEIGHT_STD = 0.02
 #: Host memory left alone when judging whether a configuration's pinned weights fit.
 HOST_RESERVE = 8 * GIB
 # -- sizes and scenarios --------------------------------------------------------------------------
@@ -98,7 +101,7 @@ def real_sizes() -> NetworkSizes:
 
 
 def tiny_sizes() -> NetworkSizes:
-    """The tiny checkpoint's sizes (``tiny.py``, ``tiny_encoders.py``), for CPU dry runs."""
+    """The tiny checkpoint's sizes (``tiny.py`` and the tiny encoders it writes), for CPU dry runs."""
     text_dim, clip_dim = TINY.dit.text_dim, TINY.dit.clip_dim
     vocab = -(-len(umt5_tokenizer()) // 128) * 128
     return NetworkSizes(
@@ -196,73 +199,7 @@ def dit_keeps_fp32(key: str) -> bool:
     return any(p in key for p in FP32_PARAMETERS)
 
 
-def materialize(
-    network: nn.Module, device: torch.device, dtype: torch.dtype, generator: torch.Generator, keep_fp32: Callable[[str], bool] = lambda key: False
-) -> None:
-    """Give a meta-built network memory on ``device`` and random weights there; buffers keep their computed values.
-
-    Dtypes are set while still on meta (free), so the device never holds a
-    float32 copy; ``to_empty`` makes a separate tensor per owner of a shared
-    parameter, so ties are restored afterwards.
-    """
-    buffers = dict(network.named_buffers())  # to_empty replaces them; these keep their values
-    ties = shared_parameters(network)
-    for key, param in network.named_parameters():
-        param.data = torch.empty_like(param, dtype=torch.float32 if keep_fp32(key) else dtype)
-    network.to_empty(device=device)
-    for owners in ties:
-        first = getattr(*owners[0])
-        for module, name in owners[1:]:
-            setattr(module, name, first)
-    fill_random(network, generator)
-    with torch.no_grad():
-        for key, buffer in buffers.items():
-            network.get_buffer(key).copy_(buffer)
-
-
-def shared_parameters(network: nn.Module) -> list[list[tuple[nn.Module, str]]]:
-    """(module, attribute) of every parameter held under more than one name (tied embeddings)."""
-    owners: dict[int, list[tuple[nn.Module, str]]] = defaultdict(list)
-    for module in network.modules():
-        for name, param in module._parameters.items():
-            if param is not None:
-                owners[id(param)].append((module, name))
-    return [o for o in owners.values() if len(o) > 1]
-
-
-def fill_random(network: nn.Module, generator: torch.Generator) -> None:
-    """Norm scales 1, biases 0, everything else N(0, 0.02): activations stay finite through every network."""
-    norms = {id(p) for m in network.modules() if type(m).__name__.lower().endswith("norm") for p in m.parameters(recurse=False)}
-    with torch.no_grad():
-        for key, param in network.named_parameters():
-            if key.endswith("bias"):
-                param.zero_()
-            elif id(param) in norms:
-                param.fill_(1.0)
-            else:
-                param.normal_(0.0, WEIGHT_STD, generator=generator)
-
-
 # -- measuring ------------------------------------------------------------------------------------
-
-
-class Progress:
-    """Timestamped progress lines, flushed at once (the run is watched live, and may be cut short)."""
-
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
-
-    @property
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.start
-
-    def __call__(self, message: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')} +{self.elapsed:6.1f}s] {message}", flush=True)
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """Device OOM, or a failed pinned host allocation (reported by CUDA as a RuntimeError)."""
-    return isinstance(exc, torch.OutOfMemoryError) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc))
 
 
 def run_scenario(
@@ -364,20 +301,6 @@ def extrapolate(scenario: Scenario, report: dict[str, Any], init_s: float, gener
     }
 
 
-def reset_device_peak(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-
-
-def back_on_device(family: InfiniteTalkFamily, device: torch.device) -> None:
-    """Every network resident again, so each scenario starts from the same place and the last one's host copies can go."""
-    for module in family.modules.values():
-        module.network.to(device)
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-
-
 def pinned_bytes_needed(family: InfiniteTalkFamily, residency: dict[str, str]) -> int:
     """Host memory a configuration packs weights into: each packed group (a module, or a block when streamed)
     rounded up to a power of two, as torch's pinned host allocator rounds every allocation."""
@@ -426,19 +349,6 @@ def release_host_cache(device: torch.device) -> None:
 
 
 # -- the run --------------------------------------------------------------------------------------
-
-
-def environment(device: torch.device) -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "device": str(device),
-    }
-    if device.type == "cuda":
-        props = torch.cuda.get_device_properties(device)
-        info.update(gpu=props.name, gpu_memory_bytes=props.total_memory, capability=f"{props.major}.{props.minor}", cuda=torch.version.cuda)
-    return info
 
 
 def parameter_counts(networks: InfiniteTalkNetworks) -> dict[str, int]:
@@ -498,35 +408,6 @@ def headline(record: dict[str, Any]) -> str:
     return (
         f"ttff {record['ttff_s']:.2f} s, {record['fps_out']:.2f} fps, x{record['realtime_factor']:.3f} real time, {record['steady_chunk_s']:.2f} s/chunk{peak}"
     )
-
-
-def write_json(path: Path, result: dict[str, Any]) -> None:
-    """Replace the result file whole (a reader never sees half a file)."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(path)
-
-
-def run_parser(description: str, result_file: str, budget_s: float, budget_help: str) -> argparse.ArgumentParser:
-    """The flags every GPU benchmark takes: where results go, the device, a tiny dry run, the time budget, CPU threads."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--out", type=Path, required=True, help=f"folder for {result_file}")
-    parser.add_argument("--device", default="cuda", help="cuda (the benchmark) or cpu (with --tiny: a dry run)")
-    parser.add_argument("--tiny", action="store_true", help="tiny networks and frames: checks the run, measures nothing useful")
-    parser.add_argument("--budget-s", type=float, default=budget_s, help=budget_help)
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch (1 keeps a dry run steady on a busy machine)")
-    return parser
-
-
-def start_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[Progress, torch.device]:
-    """Threads as asked, the clock started, and the device (an unusable one is the parser's error)."""
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    progress = Progress()
-    try:
-        return progress, resolve_device(args.device)
-    except InputError as exc:
-        parser.error(f"{exc} (a dry run: --tiny --device cpu)")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

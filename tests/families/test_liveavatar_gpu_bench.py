@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from avatarstream.benchmarks import liveavatar_gpu as bench
+from avatarstream.families.liveavatar import gpu_bench as bench
 from avatarstream.runtime.launch import torchrun_command
 from avatarstream.runtime.parallel.layout import parse_parallel
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).parents[2]
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("liveavatar-gpu")
-    command = [sys.executable, "-m", "avatarstream.benchmarks.liveavatar_gpu", "--tiny", "--device", "cpu", "--threads", "1", "--out", str(out)]
+    command = [sys.executable, "-m", "avatarstream.families.liveavatar.gpu_bench", "--tiny", "--device", "cpu", "--threads", "1", "--out", str(out)]
     done = subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": "1"}, check=False, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "running: resident at 64x64" in done.stdout
@@ -54,7 +54,7 @@ def test_the_widest_layout_the_gpus_allow() -> None:
 def test_a_parallel_dry_run_under_torchrun_measures_on_rank_0(tmp_path: Path) -> None:
     """sp=2 over two gloo processes (the steps layouts' own frames are tests/runtime/test_parallel_steps.py's)."""
     argv = ["--tiny", "--device", "cpu", "--threads", "1", "--out", str(tmp_path), "--parallel", "sp=2"]
-    done = subprocess.run(torchrun_command(2, argv, "avatarstream.benchmarks.liveavatar_gpu"), env={**os.environ, "OMP_NUM_THREADS": "1"},
+    done = subprocess.run(torchrun_command(2, argv, "avatarstream.families.liveavatar.gpu_bench"), env={**os.environ, "OMP_NUM_THREADS": "1"},
                           check=False, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads((tmp_path / bench.RESULT_FILE).read_text())
@@ -66,7 +66,7 @@ def test_a_parallel_dry_run_under_torchrun_measures_on_rank_0(tmp_path: Path) ->
 def test_the_script_runs_the_module_under_the_time_limit() -> None:
     script = (ROOT / "bench" / "liveavatar_gpu.sh").read_text()
     assert "source bench/gpu_env.sh" in script
-    assert "timeout --kill-after=15 480" in script and "-m avatarstream.benchmarks.liveavatar_gpu" in script
+    assert "timeout --kill-after=15 480" in script and "-m avatarstream.families.liveavatar.gpu_bench" in script
     assert "timeout --kill-after=15 240" in script and "timeout --kill-after=15 225" in script  # several GPUs: 240 + 225 s < 8 min
     assert '--parallel "$LAYOUT"' in script
     assert os.access(ROOT / "bench" / "liveavatar_gpu.sh", os.X_OK)
