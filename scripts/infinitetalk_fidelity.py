@@ -27,6 +27,7 @@ import avatarstream.components.wan.decode as causal_decode
 import avatarstream.stages.infinitetalk.decode as reference_decode
 from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE
 from avatarstream.components.wan.decode import WanDecodeStage
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
 from avatarstream.families.infinitetalk.parity import render_arguments
 from avatarstream.families.registry import load_family
@@ -92,12 +93,12 @@ def main() -> None:
     cpu = torch.device("cpu")
     options = InfiniteTalkOptions.parse(run_args["model_options"])
     family = load_family("infinitetalk", run_args["weights"], options, device=cpu)
-    reference = family.build(cpu, options)
+    reference = build_pipeline(family, cpu, options)
     image = family.reference(run_args["reference"], options)
     stage = {s.name: s for s in reference.stages}
     whole, a2v, window_decode = stage["context_gen"], stage["audio_to_video"], stage["decode"]
     assert isinstance(whole, WanWholeAudioContextStage) and isinstance(a2v, WanAudioToVideoStage) and isinstance(window_decode, WanWindowDecodeStage)
-    width, height = family.frame_size
+    height, width = image.shape[:2]  # the reference fidelity sizes the video from the image's bucket
     latent_shape = (16, height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE)
     windowed = WanAudioContextStage(whole.audio_encoder, whole.frames, latent_shape, fps=family.fps, window_s=8.0, lookahead_frames=12)
 
@@ -130,21 +131,20 @@ def main() -> None:
     measure("motion re-encoded from a decode of the motion latents alone", pipeline({"audio_to_video": streaming_a2v}))
     latent_a2v = WanAudioToVideoStage(a2v.dit, a2v.vae, a2v.frames, a2v.schedule, a2v.guidance, reencode=False)
     measure("motion latents handed over (--motion latent)", pipeline({"audio_to_video": latent_a2v}))
-    strength = family.resolved.color_correction or 0.0
+    strength = float(reference.settings["color_correction"] or 0.0)
     with swapped(causal_decode, "video_to_frames", lambda video: truncated_frames(video.cpu())):
         measure("output decoded causally, VAE cache carried across chunks", pipeline({"decode": WanDecodeStage(window_decode.vae, strength)}))
     uncorrected = dataclasses.replace(options, color_correction=0.0)
-    measure("no colour correction", family.build(cpu, uncorrected))
-    family.build(cpu, options)  # the reference fidelity's size again
+    measure("no colour correction", build_pipeline(family, cpu, uncorrected))
     measure("reference cropped as streaming does (centred, Lanczos)", reference, load_reference_image(run_args["reference"], (width, height)))
     with swapped(reference_decode, "truncated_frames", lambda video: video_to_frames(video)):
         measure("uint8 by rounding, not truncation", reference)
     measure("round(duration x fps) frames", pipeline(video_frames=None))
     streaming = dataclasses.replace(options, fidelity="streaming", color_correction=None)
-    measure("streaming fidelity (all of its choices)", family.build(cpu, streaming), load_reference_image(run_args["reference"], (width, height)))
+    measure("streaming fidelity (all of its choices)", build_pipeline(family, cpu, streaming), load_reference_image(run_args["reference"], (width, height)))
     measure(
         "streaming fidelity with --color-correction 1",
-        family.build(cpu, dataclasses.replace(streaming, color_correction=1.0)),
+        build_pipeline(family, cpu, dataclasses.replace(streaming, color_correction=1.0)),
         load_reference_image(run_args["reference"], (width, height)),
     )
 

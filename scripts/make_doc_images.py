@@ -18,6 +18,7 @@ from avatarstream.avatars import Identity, reference_image
 from avatarstream.avatars.identity import HELD_OUT_IDENTITIES
 from avatarstream.avatars.speech import speech_track
 from avatarstream.evaluation.run import blocks
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.demo import DemoFamily
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "images" / "demo-frames.png"
@@ -30,7 +31,7 @@ def frames_at(family: DemoFamily, identity_seed: int, seconds: list[float]) -> l
     audio = speech_track(max(seconds) + 1.0, 30_000 + identity_seed % 1000, "heldout")
     reference = reference_image(Identity.from_seed(identity_seed))
     kept, index = {}, 0
-    for media in family.pipeline(torch.device("cpu")).stream(blocks(audio), reference, seed=0):
+    for media in build_pipeline(family, torch.device("cpu")).stream(blocks(audio), reference, seed=0):
         for frame in media.frames:
             if index in wanted:
                 kept[index] = frame.copy()

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.registry import load_family, names
 from avatarstream.sources.audio_file import open_audio_file
 from avatarstream.sources.bundled import DEFAULT_REFERENCE, DEFAULT_SPEECH
@@ -60,13 +61,9 @@ def speech() -> Iterator[PcmBlock]:
             return
 
 
-def pipeline_of(family: Any, options: dict[str, Any], layout: dict[str, Any]) -> Any:
-    return family.build(torch.device("cpu"), options, **layout)
-
-
 def fingerprint(model: str, weights: Path | None, options: dict[str, Any], layout: dict[str, Any]) -> dict[str, Any]:
     family = load_family(model, weights, seed=1)
-    pipeline = pipeline_of(family, options, layout)
+    pipeline = build_pipeline(family, torch.device("cpu"), options, **layout)
     image = family.reference(DEFAULT_REFERENCE, options)
     digest = hashlib.sha256()
     frames = 0

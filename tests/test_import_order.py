@@ -14,10 +14,11 @@ RUN = """
 import json, sys
 {first}
 import numpy as np
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.registry import load_family
 from avatarstream.sources.pcm import PcmBlock
 family = load_family("demo-tiny")
-pipeline = family.build(torch.device("cpu"), {{"chunk_frames": 6, "interp_frames": 0}})
+pipeline = build_pipeline(family, torch.device("cpu"), {{"chunk_frames": 6, "interp_frames": 0}})
 for _ in pipeline.stream([PcmBlock(np.zeros((1, 8000), np.float32), 16000)], family.reference(None)):
     pass
 from avatarstream.runtime.cpu_threads import cpu_report

@@ -21,6 +21,7 @@ import torch
 from tqdm import tqdm
 
 from avatarstream.errors import InputError
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.registry import DEFAULT_MODEL, load_family, options_class
@@ -176,8 +177,8 @@ def _render(
     load_start = time.perf_counter()
     warnings = Warnings(on_new=_print_warning if rank.publishes else None)  # rank 0 speaks for every rank
     family, name, options = open_model(model, weights, model_options, device, warnings)
-    pipeline = family.build(device, options, residency=parse_residency(residency, family.modules),
-                            overlap=device.type == "cuda" if overlap is None else overlap, read_ahead=True)  # fmt: skip
+    pipeline = build_pipeline(family, device, options, residency=parse_residency(residency, family.modules),
+                              overlap=device.type == "cuda" if overlap is None else overlap, read_ahead=True, parallel=rank.groups)  # fmt: skip
     if compile:
         pipeline.compile()
     pipeline.prepare()
@@ -194,7 +195,7 @@ def _render(
         warnings.extend(filter(None, [audio_rate_warning(rate, pipeline.model_sample_rate)]))
     else:  # a live source, with its first block
         audio = warn_on_audio_rate(audio, pipeline.model_sample_rate, warnings)
-    width, height = family.frame_size
+    height, width = image.shape[:2]  # the video is the size the family fitted the reference to
     try:
         settings = EncoderSettings(width=width, height=height, fps=family.fps, preset=preset)
     except ValueError as exc:
@@ -204,7 +205,7 @@ def _render(
         runtime.peak_device_bytes,
         extra={
             "model": name, "weights": family.weights, "device": str(device), "resolution": [width, height], "fps": family.fps,
-            "settings": family.settings, "load_s": round(load_s, 4), "processes": rank.world_size, "parallel": rank.layout.text(),
+            "settings": pipeline.settings, "load_s": round(load_s, 4), "processes": rank.world_size, "parallel": rank.layout.text(),
             "numa": dataclasses.asdict(rank.binding) if rank.binding else None,
         },
         late_fields={"cpu": cpu_report, "stage_switches": runtime.switch_summary, "runtime": runtime.summary, "warnings": warnings.list},

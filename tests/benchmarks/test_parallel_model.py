@@ -10,6 +10,7 @@ import torch
 
 from avatarstream.benchmarks.parallel_bench import BlockCounter, render_options
 from avatarstream.benchmarks.parallel_model import ChunkWork, Link, layouts, predict, table
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.demo import DemoFamily
 from avatarstream.models.demo import DemoConfig
 from avatarstream.runtime.parallel.layout import ParallelLayout
@@ -104,7 +105,7 @@ def test_render_takes_the_bench_options_it_knows() -> None:
 
 def test_block_counter_sees_every_forward_of_the_dit() -> None:
     family = DemoFamily.random(DemoConfig.tiny())
-    pipeline = family.build(torch.device("cpu"), {"chunk_frames": 6, "interp_frames": 2, "steps": 3})
+    pipeline = build_pipeline(family, torch.device("cpu"), {"chunk_frames": 6, "interp_frames": 2, "steps": 3})
     counter = BlockCounter(family.modules["a2v_dit"].network)
     frames = sum(c.num_frames for c in pipeline.stream([PcmBlock(np.zeros((1, 16000), np.float32), 16000)], np.zeros((64, 64, 3), np.uint8)))
     counter.close()

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from avatarstream.components.wan.vae import DecoderCache, decode, encode
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.infinitetalk.audio_window import window_errors
 from avatarstream.families.infinitetalk.layout import WeightsLayout
 from avatarstream.families.registry import load_family
@@ -28,7 +29,8 @@ def _speech(seconds: float) -> np.ndarray:
 def _run(weights: Path, seconds: float, monkeypatch: pytest.MonkeyPatch, **options: object) -> tuple[list[dict], np.ndarray, object]:
     """Render and record what the A2V stage was given and made for every chunk."""
     family = load_family("infinitetalk", weights)
-    pipeline = family.build(torch.device("cpu"), dict(preset="flashtalk", size=SIZE, **options))  # type: ignore[arg-type]
+    chosen = dict(preset="flashtalk", size=SIZE, **options)
+    pipeline = build_pipeline(family, torch.device("cpu"), chosen)  # type: ignore[arg-type]
     seen: list[dict] = []
     original = generate.WanAudioToVideoStage.run
 
@@ -39,7 +41,7 @@ def _run(weights: Path, seconds: float, monkeypatch: pytest.MonkeyPatch, **optio
                      "reference_latent": ctx["reference_latent"]})  # fmt: skip
 
     monkeypatch.setattr(generate.WanAudioToVideoStage, "run", spy)
-    frames = [m.frames for m in pipeline.stream([PcmBlock(_speech(seconds)[None], 16000)], family.reference(None))]
+    frames = [m.frames for m in pipeline.stream([PcmBlock(_speech(seconds)[None], 16000)], family.reference(None, chosen))]  # type: ignore[arg-type]
     return seen, np.concatenate(frames), family
 
 
@@ -84,7 +86,7 @@ def test_i_chunks_sit_between_two_anchors(tiny_original: WeightsLayout, monkeypa
 
 def test_rolling_window_features_approach_whole_file_features(tiny_original: WeightsLayout) -> None:
     family = load_family("infinitetalk", tiny_original.base.parent)
-    pipeline = family.build(torch.device("cpu"), {"preset": "flashtalk", "size": SIZE})
+    pipeline = build_pipeline(family, torch.device("cpu"), {"preset": "flashtalk", "size": SIZE})
     stage = next(s for s in pipeline.stages if isinstance(s, WanAudioContextStage))
     errors = window_errors(family.modules["audio_encoder"], stage, pipeline.plan, _speech(5.0), [(1.0, 2), (2.0, 12), (60.0, 250)])
     assert errors[(60.0, 250)]["max_abs"] == 0.0  # a window holding the whole clip is the whole-file computation

@@ -11,6 +11,7 @@ import torch
 
 from avatarstream.cli.main import main
 from avatarstream.errors import InputError, PipelineGraphError
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.infinitetalk.layout import WeightsLayout
 from avatarstream.families.registry import load_family
 from avatarstream.pipeline.pipeline import Pipeline
@@ -62,7 +63,7 @@ def test_bf16_weights_render(tiny_original: WeightsLayout, tmp_path: Path) -> No
 
 def test_stage_graph_is_checked_at_construction(tiny_original: WeightsLayout) -> None:
     family = load_family("infinitetalk", tiny_original.base.parent)
-    pipeline = family.build(torch.device("cpu"), {"preset": "flashtalk", "size": (64, 48)})
+    pipeline = build_pipeline(family, torch.device("cpu"), {"preset": "flashtalk", "size": (64, 48)})
     without_prompts = [s for s in pipeline.stages if s.name != "prompt_encode"]
     with pytest.raises(PipelineGraphError, match="reads \\['text_context', 'text_context_null'\\] but nothing before it writes them"):
         Pipeline(without_prompts, pipeline.plan, pipeline.runtime, fps=25, model_sample_rate=16000, frames=pipeline.frames)
@@ -85,7 +86,7 @@ def test_stage_graph_is_checked_at_construction(tiny_original: WeightsLayout) ->
 def test_bad_settings_are_one_clear_error(tiny_original: WeightsLayout, options: dict, message: str) -> None:
     family = load_family("infinitetalk", tiny_original.base.parent)
     with pytest.raises(InputError, match=message):
-        family.build(torch.device("cpu"), dict(**options))
+        build_pipeline(family, torch.device("cpu"), dict(**options))
 
 
 def test_options_of_one_family_are_refused_by_the_other(tiny_original: WeightsLayout, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -103,5 +104,5 @@ def test_options_of_one_family_are_refused_by_the_other(tiny_original: WeightsLa
 
 def test_overlap_is_off_when_the_vae_serves_both_phases(tiny_original: WeightsLayout) -> None:
     family = load_family("infinitetalk", tiny_original.base.parent)
-    pipeline = family.build(torch.device("cpu"), {"preset": "flashtalk", "size": (32, 32)}, overlap=True)
+    pipeline = build_pipeline(family, torch.device("cpu"), {"preset": "flashtalk", "size": (32, 32)}, overlap=True)
     assert pipeline.overlap is False  # motion re-encoding (chunk phase) and decoding (final phase) both use the VAE

@@ -17,6 +17,7 @@ import torch
 import avatarstream
 from avatarstream.cli.main import main
 from avatarstream.errors import InputError
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.registry import load_family, registered
 from avatarstream.sources.pcm import PcmBlock
 from pipeline.test_resume import Saver
@@ -73,7 +74,7 @@ def test_python_api_renders_and_the_same_seed_gives_the_same_frames(tmp_path: Pa
 
 def test_its_stage_resumes_from_the_cache_it_declares(tmp_path: Path) -> None:
     family = load_family(PLUGIN)
-    pipeline = family.build(torch.device("cpu"))
+    pipeline = build_pipeline(family, torch.device("cpu"))
     rate = pipeline.model_sample_rate
     t = np.arange(3 * rate) / rate
     speech = (0.3 * np.sin(2 * np.pi * 180 * t) * (t % 0.7 < 0.35)).astype(np.float32)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.registry import load_family
 from avatarstream.pipeline.observer import RunObserver
 from avatarstream.pipeline.resume import Resumable
@@ -25,7 +26,7 @@ class Saver(RunObserver):
 
 @pytest.fixture(scope="module", params=[2, 0], ids=["interpolated", "plain"])
 def pipeline(request):
-    return load_family("demo-tiny").pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=request.param)
+    return build_pipeline(load_family("demo-tiny"), torch.device("cpu"), {"chunk_frames": 6, "interp_frames": request.param})
 
 
 def test_a_resumed_run_continues_the_same_frames(pipeline) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.block_plan import BlockPlan
 from avatarstream.families.registry import load_family
 from avatarstream.pipeline.emitter import Handover
@@ -39,7 +40,7 @@ class Chunks(RunObserver):
 
 
 def demo(**kwargs: Any) -> Pipeline:
-    pipeline: Pipeline = load_family("demo-tiny").pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=2, **kwargs)
+    pipeline: Pipeline = build_pipeline(load_family("demo-tiny"), torch.device("cpu"), {"chunk_frames": 6, "interp_frames": 2}, **kwargs)
     return pipeline
 
 

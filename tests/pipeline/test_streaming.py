@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from avatarstream.errors import InputError
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.registry import load_family
 from avatarstream.sources.audio_file import open_audio_file
 from avatarstream.sources.pcm import PcmBlock
@@ -24,7 +25,7 @@ RATE = 16000
 @pytest.fixture(scope="module")
 def pipeline():
     family = load_family("demo-tiny")
-    return family.pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=2)
+    return build_pipeline(family, torch.device("cpu"), {"chunk_frames": 6, "interp_frames": 2})
 
 
 @pytest.fixture(scope="module")
@@ -130,9 +131,9 @@ def test_empty_stream_is_a_clear_error(pipeline, reference) -> None:
 def test_overlapped_execution_gives_identical_frames(reference) -> None:
     family = load_family("demo-tiny")
     samples = speechy(2.0)
-    sequential = family.pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=2, overlap=False)
-    overlapped = family.pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=2, overlap=True)
-    ahead = family.pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=2, overlap=True, read_ahead=True)
+    sequential = build_pipeline(family, torch.device("cpu"), {"chunk_frames": 6, "interp_frames": 2}, overlap=False)
+    overlapped = build_pipeline(family, torch.device("cpu"), {"chunk_frames": 6, "interp_frames": 2}, overlap=True)
+    ahead = build_pipeline(family, torch.device("cpu"), {"chunk_frames": 6, "interp_frames": 2}, overlap=True, read_ahead=True)
     assert [s.name for s in ahead.independent] == ["context_gen"]  # prepared a chunk ahead
     a = list(sequential.stream(iter(pieces(samples, 7)), reference, seed=9))
     for other in (overlapped, ahead):

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import torch
 
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.demo import DemoFamily
 from avatarstream.families.registry import load_family
 from avatarstream.models.demo import A2VDiT, DemoConfig, SRDiT
@@ -45,7 +46,7 @@ def speech(seconds: float) -> np.ndarray:
 
 
 def deep_pipeline(residency: dict[str, str] | None = None, family: DemoFamily | None = None, *, overlap: bool = False) -> Pipeline:
-    return (family or deep_family()).pipeline(torch.device("cpu"), chunk_frames=6, interp_frames=2, residency=residency, overlap=overlap)
+    return build_pipeline(family or deep_family(), torch.device("cpu"), {"chunk_frames": 6, "interp_frames": 2}, residency=residency, overlap=overlap)
 
 
 def request(pipeline: Pipeline, observers: Sequence[RunObserver] = (), seconds: float = 1.5) -> Iterator[MediaChunk]:

@@ -17,12 +17,14 @@ import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 from helpers import RATE, REFERENCE, deep_config, speech
 
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.demo import DemoFamily
 from avatarstream.families.registry import load_family
@@ -67,11 +69,9 @@ def family(name: str, weights: Path | None) -> Family:
 def pipeline(fam: Family, name: str = "") -> Pipeline:
     """The case's pipeline; ``NAME-sharded`` puts the split DiT under FSDP2 too (sharded over each sequence-parallel group),
     ``liveavatar-2steps`` samples in 2 steps (so steps=2 has a rank per step)."""
-    options = {"demo": {"chunk_frames": 6, "interp_frames": 2}, "liveavatar": LA_OPTIONS}.get(fam.name, IT_OPTIONS)
-    if name.startswith("liveavatar-2steps"):
-        options = {**options, "steps": 2}
+    options = options_of(fam, name)
     dit = "a2v_dit" if fam.name == "demo" else "dit"
-    built = fam.build(torch.device("cpu"), options, residency={dit: "sharded"} if name.endswith("-sharded") else None)
+    built = build_pipeline(fam, torch.device("cpu"), options, residency={dit: "sharded"} if name.endswith("-sharded") else None)
     built.prepare()
     return built
 
@@ -145,5 +145,11 @@ def counted_render(name: str, weights: Path) -> tuple[np.ndarray, int]:
     return frames, counts["forwards"]
 
 
+def options_of(fam: Family, name: str = "") -> dict[str, Any]:
+    options = {"demo": {"chunk_frames": 6, "interp_frames": 2}, "liveavatar": LA_OPTIONS}.get(fam.name, IT_OPTIONS)
+    return {**options, "steps": 2} if name.startswith("liveavatar-2steps") else options
+
+
 def render(fam: Family, built: Pipeline) -> np.ndarray:
-    return np.concatenate([c.frames for c in built.stream(audio(), fam.reference(None) if fam.name != "demo" else REFERENCE, seed=2)])
+    reference = fam.reference(None, options_of(fam)) if fam.name != "demo" else REFERENCE
+    return np.concatenate([c.frames for c in built.stream(audio(), reference, seed=2)])

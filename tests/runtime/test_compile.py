@@ -18,6 +18,7 @@ import torch
 from helpers import RATE, speech
 
 from avatarstream.errors import InputError
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.infinitetalk.layout import WeightsLayout
 from avatarstream.families.registry import load_family
@@ -58,7 +59,7 @@ def _blocks(seconds: float) -> Iterator[PcmBlock]:
 def _render(
     family: Family, options: dict[str, Any], seconds: float, residency: dict[str, str] | None = None, *, compile: bool
 ) -> tuple[np.ndarray, list[int], dict[str, Any]]:
-    pipeline = family.build(torch.device("cpu"), options, residency=residency)
+    pipeline = build_pipeline(family, torch.device("cpu"), options, residency=residency)
     if compile:
         pipeline.compile(BACKEND)
     watch = GraphsPerChunk()
@@ -95,7 +96,7 @@ def test_liveavatar_compiles_once_per_shape(tiny_liveavatar: Path) -> None:
 
 def test_a_policy_that_cannot_be_compiled_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sharded modules (sequential-only policies) are refused before anything compiles."""
-    pipeline, before = load_family("demo-tiny").build(torch.device("cpu"), DEMO), graphs_compiled()
+    pipeline, before = build_pipeline(load_family("demo-tiny"), torch.device("cpu"), DEMO), graphs_compiled()
     monkeypatch.setattr(Resident, "sequential_only", True)  # what FSDP2's policy says of itself
     with pytest.raises(InputError, match=r"--compile cannot compile 'a2v_dit' under 'resident'.*leave --compile off"):
         pipeline.compile(BACKEND)

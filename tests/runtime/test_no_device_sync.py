@@ -17,6 +17,7 @@ import pytest
 import torch
 from helpers import RATE, speech
 
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.infinitetalk.layout import WeightsLayout
 from avatarstream.families.registry import load_family
@@ -102,7 +103,7 @@ def _blocks(seconds: float) -> Iterator[PcmBlock]:
 
 def _run(family: Family, options: dict[str, Any], overlap: bool, ops: list[SpyOps], seconds: float) -> tuple[SyncsPerChunk, SpyOps, int, bool]:
     """A run of ``seconds`` of speech (overlap: asked for, with read-ahead); its syncs per chunk, stretches, and whether it overlapped."""
-    pipeline = family.build(torch.device("cpu"), options, overlap=overlap, read_ahead=overlap)
+    pipeline = build_pipeline(family, torch.device("cpu"), options, overlap=overlap, read_ahead=overlap)
     watch = SyncsPerChunk(ops[-1])
     stretches = sum(1 for _ in pipeline.stream(_blocks(seconds), family.reference(None, options), observers=[watch]))
     return watch, ops[-1], stretches, pipeline.overlap

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from avatarstream.errors import InputError
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.runtime.policies import parse_residency
 from avatarstream.runtime.residency import Runtime
 from runtime.helpers import deep_family
@@ -77,7 +78,7 @@ def test_sharding_without_a_process_group_is_refused() -> None:
 
 def test_the_pipeline_fails_before_the_first_chunk() -> None:
     with pytest.raises(InputError, match="'audio_encoder' cannot be streamed"):
-        deep_family().pipeline(torch.device("cpu"), residency={"audio_encoder": "streamed"}).prepare()
+        build_pipeline(deep_family(), torch.device("cpu"), residency={"audio_encoder": "streamed"}).prepare()
 
 
 def test_default_streamed_streams_what_has_blocks_and_leaves_the_rest_resident(capsys: pytest.CaptureFixture[str]) -> None:

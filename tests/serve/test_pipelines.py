@@ -1,5 +1,6 @@
-"""The server's pipelines per set of build options, without a server: a family whose frame size and references follow its
-last build (as a family may), sessions' model_options checked by name, load options refused, a bounded cache."""
+"""The server's pipelines per set of build options, without a server: a family whose frame size is a build option,
+references fitted from the session's options with no build, sessions' model_options checked by name, load options refused,
+a bounded cache."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 import torch
 
 from avatarstream.errors import InputError
-from avatarstream.families.options import FamilyOptions, option
+from avatarstream.families.assemble import build_pipeline
+from avatarstream.plugin import BlockPlan, FamilyOptions, PipelineSpec, Stage, StageContext, option
 from avatarstream.serve.model_options import parse_model_options
 from avatarstream.serve.pipelines import Pipelines
 from avatarstream.serve.problems import Busy
@@ -27,44 +29,47 @@ class SquareOptions(FamilyOptions):
     shade: int | None = option(help="grey level of the default reference", minimum=0, maximum=255, scope="request")
 
 
-class FakePipeline:
-    def __init__(self, side: int) -> None:
-        self.side = side
-        self.prepared = False
+class Grey(Stage):
+    """One chunk stage: latents of the chunk's length (nothing to compute)."""
 
-    def prepare(self) -> None:
-        self.prepared = True
+    name, phase, reads, writes = "grey", "chunk", ("chunk",), ("latents",)
+
+    def run(self, ctx: StageContext) -> None:
+        ctx["latents"] = torch.zeros(1, 1, ctx["chunk"].window_frames, 1, 1)
+
+
+class Pixels(Stage):
+    name, phase, reads, writes = "pixels", "final", ("latents",), ("frames",)
+
+    def run(self, ctx: StageContext) -> None:
+        ctx["frames"] = np.zeros((ctx["latents"].shape[2], 16, 16, 3), np.uint8)
 
 
 class SquareFamily:
-    """Its frame size and references follow its last build, and builds take a while (so two can race)."""
+    """A family whose frame size is a build option, and whose builds take a while (so two can race)."""
 
     Options = SquareOptions
     fps = 25
 
     def __init__(self) -> None:
-        self.side = 16
         self.builds = 0
 
-    @property
-    def frame_size(self) -> tuple[int, int]:
-        return (self.side, self.side)
-
-    def build(self, device: torch.device, options: Any = None, **_: Any) -> FakePipeline:
-        side = SquareOptions.parse(options).side or 16
-        self.side = side
+    def build(self, options: SquareOptions) -> PipelineSpec:
+        side = options.side or 16
         threading.Event().wait(0.01)
         self.builds += 1
-        return FakePipeline(side)
+        return PipelineSpec([Grey(), Pixels()], BlockPlan(4), self.fps, 16000, (side, side), {"side": side})
 
     def reference(self, path: Path | None, options: Any = None) -> np.ndarray:
-        return np.full((self.side, self.side, 3), SquareOptions.parse(options).shade or 0, np.uint8)
+        parsed = SquareOptions.parse(options)
+        side = parsed.side or 16
+        return np.full((side, side, 3), parsed.shade or 0, np.uint8)
 
 
 def pipelines(**kwargs: Any) -> tuple[SquareFamily, Pipelines]:
     family = SquareFamily()
     options = SquareOptions(side=16)
-    shared = family.build(torch.device("cpu"), options)
+    shared = build_pipeline(family, torch.device("cpu"), options)
     return family, Pipelines(family, torch.device("cpu"), options, shared, "ultrafast", **kwargs)  # type: ignore[arg-type]
 
 
@@ -76,14 +81,14 @@ def test_each_set_of_build_options_has_its_pipeline_its_frame_size_and_fitting_r
         built = list(pool.map(lambda side: server.acquire(server.session_options(f'{{"side": {side}}}')), [32, 48] * 4))
     assert family.builds == 3, "one build per set of options, reused by later sessions"
     for b in built:
-        side = b.pipeline.side
-        assert (b.encoder.width, b.encoder.height) == (side, side) and b.pipeline.prepared
+        side = b.options.side
+        assert b.pipeline.frame_size == (side, side) and (b.encoder.width, b.encoder.height) == (side, side)
     assert server.in_use == {(("side", 32),): 4, (("side", 48),): 4}
-    last, other = built[-1], built[0]
-    assert family.side == last.pipeline.side != other.pipeline.side
-    image = server.reference(other, None, server.session_options(f'{{"side": {other.pipeline.side}, "shade": 7}}'))
-    assert image.shape == (other.pipeline.side, other.pipeline.side, 3) and image[0, 0, 0] == 7, "fitted for its own pipeline"
+    other = built[0]
+    image = server.reference(other, None, server.session_options(f'{{"side": {other.options.side}, "shade": 7}}'))
+    assert image.shape == (other.options.side, other.options.side, 3) and image[0, 0, 0] == 7, "fitted for its own pipeline"
     assert server.reference(server.shared, None, server.options).shape == (16, 16, 3)
+    assert family.builds == 3, "fitting a reference builds nothing"
     for b in built:
         server.release(b)
     assert server.in_use == {(("side", 32),): 0, (("side", 48),): 0}
@@ -115,7 +120,7 @@ def test_a_bounded_number_of_other_pipelines_and_none_on_a_parallel_server() -> 
         server.acquire(server.session_options('{"side": 28}'))
     server.release(a)
     c = server.acquire(server.session_options('{"side": 28}'))  # the unused one made room
-    assert set(server.in_use) == {(("side", 24),), (("side", 28),)} and c.encoder.width == 28 and b.pipeline.side == 24
+    assert set(server.in_use) == {(("side", 24),), (("side", 28),)} and c.encoder.width == 28 and b.pipeline.frame_size == (24, 24)
     _, parallel = pipelines(parallel=True)
     assert parallel.acquire(parallel.session_options('{"shade": 1}')) is parallel.shared
     with pytest.raises(InputError, match=r"cannot change options of scope build \(side\)"):

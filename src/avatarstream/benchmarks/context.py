@@ -13,6 +13,7 @@ import torch
 from avatarstream.benchmarks.audio import bundled_speech, looped
 from avatarstream.benchmarks.measure import measure
 from avatarstream.errors import InputError
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.demo import DemoFamily, DemoTinyFamily
 from avatarstream.families.options import FamilyOptions
@@ -92,7 +93,7 @@ class BenchContext:
         """``family``'s pipeline with the command line's model options, overridden by ``options``."""
         compiled = options.pop("compile", self.compile)
         runtime = {k: options.pop(k) for k in RUNTIME_OPTIONS if k in options}
-        pipeline = family.build(self.device, {**self.options.given("build", "request"), **options}, **runtime)
+        pipeline = build_pipeline(family, self.device, {**self.options.given("build", "request"), **options}, **runtime)
         if compiled:
             pipeline.compile()
         return pipeline
@@ -104,7 +105,9 @@ class BenchContext:
         audio = looped(self.speech(rate), rate, seconds or self.seconds)
         target = self.out_dir / "tmp.mp4" if encode else None
         try:
-            return measure(pipeline, self.reference(family.frame_size), audio, encode_to=target, keep_frames=keep_frames)
+            assert pipeline.frame_size is not None, "a family's pipeline knows its size"
+            measured = measure(pipeline, self.reference(pipeline.frame_size), audio, encode_to=target, keep_frames=keep_frames)
+            return {**measured, "resolution": list(pipeline.frame_size)}
         finally:
             if target is not None:
                 target.unlink(missing_ok=True)

@@ -30,6 +30,7 @@ import torch
 
 from avatarstream.benchmarks.audio import bundled_speech, looped
 from avatarstream.benchmarks.measure import measure
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.registry import load_family
 from avatarstream.runtime.devices import resolve_device
@@ -60,7 +61,7 @@ def host_waits(device: torch.device) -> Iterator[Counter[str]]:
 
 
 def run(family: Family, device: torch.device, seconds: float, variant: str) -> dict[str, Any]:
-    pipeline = family.build(device, {}, overlap=VARIANTS[variant], read_ahead=VARIANTS[variant])
+    pipeline = build_pipeline(family, device, {}, overlap=VARIANTS[variant], read_ahead=VARIANTS[variant])
     pipeline.prepare()
     rate = pipeline.model_sample_rate
     with host_waits(device) as waits:

@@ -158,7 +158,7 @@ def _measure(ctx: BenchContext, family: Family, module: Module, counter: BlockCo
         raise RuntimeError(f"the one-process render failed: {one['error']}")
     executed = max(one["num_chunks"], 1)
     seconds = {phase: sum(s for name, s in one["stage_seconds"].items() if phases.get(name) == phase) for phase in ("init", "chunk", "final")}
-    width, height = family.frame_size
+    width, height = one["resolution"]
     work = ChunkWork(
         init_s=seconds["init"],
         chunk_s=seconds["chunk"] / executed,
@@ -173,7 +173,7 @@ def _measure(ctx: BenchContext, family: Family, module: Module, counter: BlockCo
         value_bytes=counter.value_bytes,
         stretch_bytes=one["frames"] / executed * width * height * 3,
         heads=_heads(module.network),
-        split_steps=int(family.settings.get("steps", 0)) if module.step_split else 0,  # type: ignore[call-overload]
+        split_steps=int(one["settings"].get("steps", 0)) if module.step_split else 0,
         latent_bytes=counter.output_values / max(counter.forwards, 1) * counter.value_bytes,  # one forward's output: a block's latents
     )
     available = torch.cuda.device_count() if ctx.device.type == "cuda" else CPU_PROCESSES

@@ -21,6 +21,7 @@ from avatarstream.benchmarks.parallel_bench import measure_parallel
 from avatarstream.benchmarks.raw_loop import raw_frames
 from avatarstream.benchmarks.soak import SoakFailed, SoakSettings, measure_soak
 from avatarstream.errors import InputError
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS, DemoFamily
 from avatarstream.models.demo import DemoConfig
 from avatarstream.runtime.compiled import compile_seconds, graphs_compiled
@@ -49,7 +50,7 @@ def speed(ctx: BenchContext) -> dict[str, Any]:
     result = {
         **_speed(best),
         "weights": family.weights,
-        "resolution": list(family.frame_size),
+        "resolution": best["resolution"],
         "load_s": load_s,
         "realtime_factor_all": best["realtime_factor_all"],
         "ttff_s_all": best["ttff_s_all"],
@@ -92,7 +93,7 @@ def overhead(ctx: BenchContext) -> dict[str, Any]:
     family, _ = ctx.family()
     if hasattr(family, "raw_frames"):  # a family's own plain loop of its networks (reference image, samples -> frames)
         options: dict[str, Any] = {}
-        raw = family.raw_frames
+        raw = partial(family.raw_frames, options=ctx.options.given("build", "request"))
     elif isinstance(family, DemoFamily):
         options = {"chunk_frames": DEFAULT_CHUNK_FRAMES, "interp_frames": DEFAULT_INTERP_FRAMES, "steps": DEFAULT_STEPS, "shift": DEFAULT_SHIFT}
         raw = partial(raw_frames, family, **options)
@@ -103,7 +104,8 @@ def overhead(ctx: BenchContext) -> dict[str, Any]:
         report = ctx.run(family, encode=False, keep_frames=True, **options)
         rate = 16000  # both families' model audio rate
         samples = looped_array(ctx.speech(rate), rate, ctx.seconds)
-        reference = ctx.reference(family.frame_size)
+        width, height = report["resolution"]
+        reference = ctx.reference((width, height))
         pipe_s.append(report["wall_s"])
         loop_pct.append(100 * (report["wall_s"] - sum(report["stage_seconds"].values())) / report["wall_s"])
         start = time.perf_counter()
@@ -208,7 +210,7 @@ def residency(ctx: BenchContext) -> dict[str, Any]:
     reference = ctx.reference(cfg.image_size)
     speech = ctx.speech(cfg.sample_rate)
     return compare_policies(
-        lambda config: family.pipeline(ctx.device, residency=config),
+        lambda config: build_pipeline(family, ctx.device, residency=config),
         standard_configs(["a2v_dit", "sr_dit"], slots=1),  # the demo DiTs have 2 blocks: one slot makes them rotate
         lambda pipeline, observers: pipeline.stream(looped(speech, cfg.sample_rate, ctx.seconds), reference, seed=0, observers=observers),
     )

@@ -2,9 +2,10 @@
 
 A family class is registered by name (``families/registry.py``). It declares
 its options (``Options``, a ``FamilyOptions`` dataclass), loads its modules
-from a weights folder as the user downloaded it (``load``), and turns options
-into a pipeline (``build``) with its own stages and chunk plan. Its output size
-and frame rate are known once ``build`` has run (an option may choose the size).
+from a weights folder as the user downloaded it (``load``), and describes the
+pipeline that options make (``build`` returns a ``PipelineSpec``: its stages,
+chunk plan, rates and output size); ``families.assemble.build_pipeline`` puts
+the runtime under it. Nothing a family holds depends on its last build.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ if TYPE_CHECKING:  # the registry imports this module to list families: it must 
     import numpy as np
     import torch
 
-    from avatarstream.pipeline.pipeline import Pipeline
+    from avatarstream.pipeline.spec import PipelineSpec
     from avatarstream.runtime.module import Module
 
 OptionsLike = FamilyOptions | Mapping[str, Any] | None
@@ -38,22 +39,13 @@ class Family(Protocol):
     @property
     def fps(self) -> int: ...
 
-    @property
-    def frame_size(self) -> tuple[int, int]:
-        """(width, height) of the video the last ``build`` makes."""
+    def build(self, options: FamilyOptions) -> PipelineSpec:
+        """The pipeline ``options`` make, as a spec (its ``frame_size`` and ``settings`` are what reports show)."""
         ...
-
-    @property
-    def settings(self) -> dict[str, object]:
-        """Every generation setting of the last ``build`` (its defaults before one), for reports."""
-        ...
-
-    def build(
-        self, device: torch.device, options: OptionsLike = None, *, residency: dict[str, str] | None = None, overlap: bool = False, read_ahead: bool = False
-    ) -> Pipeline: ...
 
     def reference(self, path: Path | None, options: OptionsLike = None) -> np.ndarray:
-        """uint8 RGB [height, width, 3]: the reference image (or the family's default) as the pipeline takes it."""
+        """uint8 RGB [height, width, 3]: the reference image (or the family's default) as the pipeline ``options`` build takes
+        it; its size is the video's."""
         ...
 
 

@@ -34,9 +34,8 @@ from avatarstream.models.demo import (
     SRDiT,
     TextEncoder,
 )
-from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.pipeline.spec import PipelineSpec
 from avatarstream.runtime.module import Module
-from avatarstream.runtime.residency import Runtime
 from avatarstream.sources.reference_choice import choose_reference
 from avatarstream.stages.demo.audio_to_video import AudioToVideoStage
 from avatarstream.stages.demo.context import ContextGenStage
@@ -77,13 +76,15 @@ class DemoFamily:
     config: DemoConfig
     modules: dict[str, Module]
     weights: str  # where the weights came from, for reports
-    options: DemoOptions = field(default_factory=DemoOptions)  # of the last build
     warnings: list[str] = field(default_factory=list)  # about the weights, for every run (input_warnings.py)
 
     Options: ClassVar[type[DemoOptions]] = DemoOptions
     summary: ClassVar[str] = "small models trained on procedural avatars; real time on a CPU, bundled with the package"
     weights_help: ClassVar[str] = "none (the bundled weights), or a folder written by `make train-demo`: config.json and one .safetensors per module"
     variant: ClassVar[str] = "default"
+
+    def __post_init__(self) -> None:
+        self.modules["a2v_dit"].split_as(split_a2v)  # what --parallel sp=S splits
 
     @classmethod
     def load(
@@ -115,18 +116,15 @@ class DemoFamily:
         for name, module in self.modules.items():
             module.save_weights(folder / f"{name}.safetensors")
 
-    def pipeline(
+    def spec(
         self,
-        device: torch.device,
         *,
         chunk_frames: int = DEFAULT_CHUNK_FRAMES,
         interp_frames: int = DEFAULT_INTERP_FRAMES,
         steps: int = DEFAULT_STEPS,
         shift: float = DEFAULT_SHIFT,
-        residency: dict[str, str] | None = None,
-        overlap: bool = False,
-        read_ahead: bool = False,
-    ) -> Pipeline:
+    ) -> PipelineSpec:
+        """The demo pipeline with these settings (``build`` takes them from the user's options)."""
         cfg, m = self.config, self.modules
         plan = ChunkPlan(chunk_frames, interp_frames, MOTION_FRAMES)
         try:
@@ -134,7 +132,6 @@ class DemoFamily:
         except ValueError as exc:
             raise InputError(f"invalid sampler setting: {exc}") from exc
         base_latent = (cfg.vae.latent_channels, cfg.base_latent_size, cfg.base_latent_size)
-        m["a2v_dit"].split_as(split_a2v)  # what --parallel sp=S splits
         stages = [
             ReferenceEncodeStage(m["vae"], m["reference_encoder"], cfg.base_size),
             TextEncodeStage(m["text_encoder"]),
@@ -143,8 +140,8 @@ class DemoFamily:
             SuperResolutionStage(m["sr_dit"]),
             DecodeStage(m["vae"]),
         ]
-        runtime = Runtime(device, residency)
-        return Pipeline(stages, plan, runtime, fps=cfg.fps, model_sample_rate=cfg.sample_rate, overlap=overlap, read_ahead=read_ahead)
+        settings = {"chunk_frames": chunk_frames, "interp_frames": interp_frames, "steps": steps, "shift": shift}
+        return PipelineSpec(stages, plan, cfg.fps, cfg.sample_rate, (cfg.image_size, cfg.image_size), settings)
 
     # -- the family interface (families/base.py) --------------------------------------------------
 
@@ -154,26 +151,9 @@ class DemoFamily:
     def fps(self) -> int:
         return self.config.fps
 
-    @property
-    def frame_size(self) -> tuple[int, int]:
-        return (self.config.image_size, self.config.image_size)
-
-    @property
-    def settings(self) -> dict[str, Any]:
-        return {**DEFAULTS, **self.options.given("build")}
-
-    def build(
-        self,
-        device: torch.device,
-        options: FamilyOptions | Mapping[str, Any] | None = None,
-        *,
-        residency: dict[str, str] | None = None,
-        overlap: bool = False,
-        read_ahead: bool = False,
-    ) -> Pipeline:
-        """``pipeline`` from the user's options."""
-        self.options = DemoOptions.parse(options)
-        return self.pipeline(device, **self.settings, residency=residency, overlap=overlap, read_ahead=read_ahead)
+    def build(self, options: FamilyOptions) -> PipelineSpec:
+        """``spec`` from the user's options."""
+        return self.spec(**{**DEFAULTS, **DemoOptions.parse(options).given("build")})
 
     def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
         shipped = not self.weights.startswith("random") and Path(self.weights) == Path(str(SHIPPED_WEIGHTS))

@@ -22,6 +22,7 @@ import torch
 
 from avatarstream.api import open_model
 from avatarstream.errors import InputError
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.registry import DEFAULT_MODEL
@@ -60,13 +61,13 @@ class LocalEngine:
         run_device = resolve_device(str(device))
         self.warnings = Warnings(on_new=_print_warning)
         family, self.name, options = open_model(model, weights, model_options, run_device, self.warnings)
-        self.pipeline = family.build(run_device, options, overlap=run_device.type == "cuda")
+        self.pipeline = build_pipeline(family, run_device, options, overlap=run_device.type == "cuda")
         self.pipeline.prepare()
         if self.pipeline.output_sample_rate != AUDIO_RATE:
             raise InputError(f"model {self.name!r} makes audio at {self.pipeline.output_sample_rate} Hz; the agent integrations take {AUDIO_RATE} Hz")
         self._image = family.reference(Path(reference) if reference is not None else None, options)
         self._fps = family.fps
-        self._size = family.frame_size
+        self._size = (self._image.shape[1], self._image.shape[0])  # the video is the reference's size
         self._prompt, self._seed, self._max_queued_s = prompt, seed, max_queued_s
         self._live: LiveAudio | None = None
         self._frames: AsyncGenerator[AvatarFrame, None] | None = None

@@ -19,7 +19,7 @@ step's rank) sends it while the next chunk generates.
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from avatarstream.pipeline.observer import RunObserver
 from avatarstream.pipeline.plan import Plan
 from avatarstream.pipeline.resume import Resumable
 from avatarstream.pipeline.run import Run
+from avatarstream.pipeline.spec import PipelineSpec
 from avatarstream.pipeline.stage import PHASES, Phase, Stage
 from avatarstream.publish.media import MediaChunk
 from avatarstream.runtime.compiled import DEFAULT_BACKEND
@@ -58,6 +59,8 @@ class Pipeline:
         read_ahead: bool = False,
         frames: FrameLayout = FrameLayout(),
         video_frames: Callable[[float], int] | None = None,
+        frame_size: tuple[int, int] | None = None,
+        settings: Mapping[str, object] | None = None,
     ) -> None:
         if model_sample_rate % fps:
             raise PipelineGraphError(f"model sample rate {model_sample_rate} is not a whole number of samples per frame at {fps} fps")
@@ -68,6 +71,8 @@ class Pipeline:
         self.video_frames = video_frames or (lambda duration_s: round(duration_s * fps))
         self.runtime = runtime
         self.fps = fps
+        self.frame_size = frame_size  # (width, height) of the video, where the builder said (a family's spec does)
+        self.settings = dict(settings or {})  # every generation setting the builder resolved, for reports
         self.model_sample_rate = model_sample_rate
         self.output_sample_rate = output_sample_rate
         self.output_channels = output_channels
@@ -88,6 +93,16 @@ class Pipeline:
         self.audio_frames_before = max(c[0] for c in contexts)
         self.audio_frames_after = max(c[1] for c in contexts)
         self.whole_audio = any(s.needs_whole_audio for s in self.stages)
+
+    @classmethod
+    def from_spec(cls, spec: PipelineSpec, runtime: Runtime, *, overlap: bool = False, read_ahead: bool = False) -> Pipeline:
+        """The pipeline a family's spec describes, on ``runtime`` (whose parallel groups the spec's layout check is held against)."""
+        if spec.check_layout is not None:
+            spec.check_layout(runtime.parallel.layout)
+        return cls(
+            spec.stages, spec.plan, runtime, fps=spec.fps, model_sample_rate=spec.model_sample_rate, overlap=overlap, read_ahead=read_ahead,
+            frames=spec.frames, video_frames=spec.video_frames, frame_size=spec.frame_size, settings=spec.settings,
+        )  # fmt: skip
 
     @property
     def chunk_seconds(self) -> float:

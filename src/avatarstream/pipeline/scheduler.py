@@ -23,6 +23,8 @@ from avatarstream.sources.pcm import PcmBlock
 class ChunkGate(Protocol):
     """Keeps the ranks of a run split over processes at the same chunk (``runtime.parallel.guard``)."""
 
+    run: int  # the run's number among the group's runs (its keys in the host-side store)
+
     def chunk_starts(self) -> bool:
         """True when the next chunk runs on every rank; False once rank 0 stopped the run."""
         ...

@@ -29,6 +29,7 @@ import torch.distributed as dist
 from avatarstream.errors import InputError
 from avatarstream.runtime.parallel import groups as parallel_groups
 from avatarstream.runtime.parallel.control import ControlChannel
+from avatarstream.runtime.parallel.groups import ParallelGroups
 from avatarstream.runtime.parallel.layout import ParallelLayout, parse_parallel
 from avatarstream.runtime.placement import Binding, bind_to_gpu
 
@@ -46,6 +47,7 @@ class RankInfo:
     world_size: int = 1
     binding: Binding | None = None
     layout: ParallelLayout = ParallelLayout()
+    groups: ParallelGroups | None = None  # the process groups of ``layout`` (None: one process)
 
     @property
     def publishes(self) -> bool:
@@ -136,8 +138,8 @@ def init_rank(device: torch.device, parallel: str | None = None, collective_time
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo", device_id=device if device.type == "cuda" else None, timeout=timeout)
     rank = dist.get_rank()
     readers = layout.generating_ranks - 1 if layout.splits else world - 1  # the decode rank reads no audio
-    parallel_groups.join(layout, ControlChannel.from_environment(rank, world, readers))
-    return RankInfo(rank, local_rank, world, binding, layout), device
+    groups = parallel_groups.join(layout, ControlChannel.from_environment(rank, world, readers))
+    return RankInfo(rank, local_rank, world, binding, layout, groups), device
 
 
 def finish(info: RankInfo) -> None:

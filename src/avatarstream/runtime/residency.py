@@ -31,6 +31,7 @@ from avatarstream.runtime.compiled import DEFAULT_BACKEND, compile_blocks, compi
 from avatarstream.runtime.device_ops import device_ops
 from avatarstream.runtime.module import Module, all_here
 from avatarstream.runtime.parallel import groups as parallel_groups
+from avatarstream.runtime.parallel.groups import ParallelGroups
 from avatarstream.runtime.parallel.guidance import GuidanceSplit
 from avatarstream.runtime.parallel.steps import StepSplit, all_steps
 from avatarstream.runtime.policies import DEFAULT_KEY, PolicySpec
@@ -64,7 +65,11 @@ class Runtime:
     ``stage_ends`` releases the modules the next stage does not use again.
     """
 
-    def __init__(self, device: torch.device, policies: Mapping[str, str] | None = None, default: str = "resident") -> None:
+    def __init__(
+        self, device: torch.device, policies: Mapping[str, str] | None = None, default: str = "resident", *, parallel: ParallelGroups | None = None
+    ) -> None:
+        """``parallel``: how this process shares the session with others (the groups ``launch.init_rank`` made; None: this
+        process's current groups, one process unless it joined a layout)."""
         config = dict(policies or {})
         self.device = device
         self.ops = device_ops(device)
@@ -83,7 +88,7 @@ class Runtime:
         self._chunk_peak_weight_bytes = 0
         self._peak_device_bytes: int | None = None
         self._chunk_peak_device_bytes: int | None = None
-        self.parallel = parallel_groups.current()  # how this process shares the session with others (one process: not at all)
+        self.parallel = parallel if parallel is not None else parallel_groups.current()
 
     # -- policies -------------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.middleware.base import RequestResponseEndpoint
 
 from avatarstream.errors import AvatarStreamError, InputError
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.registry import load_family
 from avatarstream.input_warnings import model_warnings
@@ -66,7 +67,7 @@ def load_pipeline(settings: ServeSettings, device: torch.device) -> tuple[Family
     set_threads(settings.threads)
     options = settings.family_options()
     family = load_family(settings.model, settings.weights, options, device=device)
-    pipeline = family.build(device, options)
+    pipeline = build_pipeline(family, device, options)
     if settings.compile:
         pipeline.compile()
     pipeline.prepare()

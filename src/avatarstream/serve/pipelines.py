@@ -8,10 +8,8 @@ kept for later sessions with the same options: at most ``limit`` such sets,
 the least recently used one without sessions making room for a new one; when
 every one is in use a new set is refused (503) rather than the server growing.
 
-A family's frame size and the references it fits follow its last ``build``, so
-building, reading the frame size and fitting a reference happen under one
-lock, and a reference for a pipeline other than the last built one builds
-that pipeline's options again first.
+A pipeline knows its frame size, and a family fits a reference from the
+options it is given, so references are fitted without building anything.
 """
 
 from __future__ import annotations
@@ -26,6 +24,7 @@ import numpy as np
 import torch
 
 from avatarstream.errors import InputError
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.options import FamilyOptions
 from avatarstream.input_warnings import Warnings, collecting
@@ -78,9 +77,8 @@ class Pipelines:
         self.limit = limit
         self.retry_after_s = retry_after_s
         self.compile = compile
-        self.shared = Built(build_key(options), options, shared, self._encoder())
+        self.shared = Built(build_key(options), options, shared, self._encoder(shared))
         self._lock = threading.Lock()
-        self._last: Key | None = self.shared.key  # the options the family built last: its frame size and references follow them
         self._others: OrderedDict[Key, Built] = OrderedDict()  # least recently used first
         self._users: dict[Key, int] = {}
 
@@ -119,11 +117,8 @@ class Pipelines:
     def reference(self, built: Built, path: Path | None, options: FamilyOptions, warnings: Warnings | None = None) -> np.ndarray:
         """The family's reference (``path``, or its default) fitted for ``built``'s pipeline; ``options``: the session's (blocking).
         What the family warns of while reading it goes to ``warnings``."""
-        with self._lock:
-            if self._last != built.key:
-                self._build(built.key, built.options)  # the family fits references to its last build: make that this one
-            with collecting(warnings):
-                image = self.family.reference(path, options)
+        with collecting(warnings):
+            image = self.family.reference(path, options)
         height, width = image.shape[:2]
         if (width, height) != (built.encoder.width, built.encoder.height):  # a family that sizes its output from the image
             raise InputError(
@@ -139,21 +134,20 @@ class Pipelines:
             return {key: self._users.get(key, 0) for key in self._others}
 
     def _build(self, key: Key, options: FamilyOptions) -> Built:
-        self._last = None  # a failed build may leave the family half-way
         try:
-            pipeline = self.family.build(self.device, options)
+            pipeline = build_pipeline(self.family, self.device, options)
             if self.compile:
                 pipeline.compile()
-            encoder = self._encoder()
+            encoder = self._encoder(pipeline)
         except InputError as err:
             raise InputError(f"model_options: {by_name(str(err), type(self.options))}") from None
-        self._last = key
         pipeline.prepare()
         return Built(key, options, pipeline, encoder)
 
-    def _encoder(self) -> EncoderSettings:
-        """The output of the pipeline the family built last."""
-        width, height = self.family.frame_size
+    def _encoder(self, pipeline: Pipeline) -> EncoderSettings:
+        """The output of ``pipeline``."""
+        assert pipeline.frame_size is not None, "a family's pipeline knows its size"
+        width, height = pipeline.frame_size
         try:
             return EncoderSettings(width=width, height=height, fps=self.family.fps, preset=self.preset)
         except ValueError as err:

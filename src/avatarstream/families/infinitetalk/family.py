@@ -22,12 +22,13 @@ from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE, VAE_TEMPORAL_
 from avatarstream.components.wan.decode import WanDecodeStage
 from avatarstream.components.wan.layout import random_mark
 from avatarstream.errors import InputError
+from avatarstream.families.base import OptionsLike
 from avatarstream.families.chunk_plan import ChunkPlan
 from avatarstream.families.infinitetalk.buckets import nearest_bucket, resize_and_center_crop
 from avatarstream.families.infinitetalk.layout import resolve
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
-from avatarstream.families.infinitetalk.presets import COLOR_CORRECTION, NEGATIVE_PROMPT, PRESETS, Preset, check_geometry, check_size
+from avatarstream.families.infinitetalk.presets import COLOR_CORRECTION, NEGATIVE_PROMPT, Preset, check_geometry, check_size
 from avatarstream.families.infinitetalk.sequence_parallel import split_dit
 from avatarstream.families.options import FamilyOptions
 from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE
@@ -35,9 +36,10 @@ from avatarstream.models.infinitetalk.config import AUDIO_WINDOW
 from avatarstream.models.infinitetalk.sampler import Guidance, timesteps
 from avatarstream.pipeline.chunks import FrameLayout
 from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.pipeline.spec import PipelineSpec
 from avatarstream.runtime.module import Module
 from avatarstream.runtime.parallel.guidance import check_guidance_split
-from avatarstream.runtime.residency import Runtime
+from avatarstream.runtime.parallel.layout import ParallelLayout
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image, open_reference_image
 from avatarstream.stages.infinitetalk.context import WanAudioContextStage
@@ -65,12 +67,7 @@ class InfiniteTalkFamily:
     networks: InfiniteTalkNetworks
     modules: dict[str, Module]
     weights: str
-    resolved: Preset = PRESETS[DEFAULT_PRESET]  # the settings of the last build
     warnings: list[str] = field(default_factory=list)  # about the weights, for every run (input_warnings.py)
-
-    @property
-    def frame_size(self) -> tuple[int, int]:
-        return self.resolved.size
 
     name = "infinitetalk"
     fps = FPS
@@ -91,11 +88,11 @@ class InfiniteTalkFamily:
 
         render_golden_video(gs, frames)
 
-    def raw_frames(self, reference_image: np.ndarray, samples: np.ndarray, *, seed: int = 0) -> Iterator[np.ndarray]:
-        """The overhead benchmark's baseline: the last build's frames from the networks called in a plain loop."""
+    def raw_frames(self, reference_image: np.ndarray, samples: np.ndarray, *, options: OptionsLike = None, seed: int = 0) -> Iterator[np.ndarray]:
+        """The overhead benchmark's baseline: the frames ``options`` make, from the networks called in a plain loop."""
         from avatarstream.families.infinitetalk.raw_loop import raw_frames  # benchmark code loads only for `avatarstream bench`
 
-        return raw_frames(self, reference_image, samples, seed=seed)
+        return raw_frames(self, self.resolve_options(InfiniteTalkOptions.parse(options)), reference_image, samples, seed=seed)
 
     def audio_window_errors(self, pipeline: Pipeline, samples: np.ndarray, spans: Sequence[tuple[float, int]]) -> dict[tuple[float, int], dict[str, float]]:
         """The audio-window benchmark: per (window seconds, look-ahead frames), how far ``pipeline``'s rolling-window audio
@@ -120,17 +117,13 @@ class InfiniteTalkFamily:
         """The family around loaded (or benchmark-built) networks, each a runtime Module; ``warnings``: about the weights."""
         assert networks.text_encoder is not None and networks.image_encoder is not None
         modules = {
-            "dit": Module("dit", networks.dit),
+            "dit": Module("dit", networks.dit).split_as(split_dit, guided=True),  # what --parallel sp=S and cfg=C split
             "vae": Module("vae", networks.vae),
             "audio_encoder": Module("audio_encoder", networks.audio_encoder),
             "text_encoder": Module("text_encoder", networks.text_encoder.network),
             "image_encoder": Module("image_encoder", networks.image_encoder.network),
         }
         return cls(networks, modules, weights, warnings=list(warnings or []))
-
-    @property
-    def settings(self) -> dict[str, object]:
-        return dataclasses.asdict(self.resolved)
 
     def resolve_options(self, options: InfiniteTalkOptions) -> Preset:
         """The preset with the user's overrides applied and checked."""
@@ -153,17 +146,9 @@ class InfiniteTalkFamily:
             raise InputError(f"--fidelity reference has no I-chunks, as the reference CLI has none; drop --interp-frames {settings.interp_frames} (or give 0)")
         return settings
 
-    def build(
-        self,
-        device: torch.device,
-        options: FamilyOptions | Mapping[str, Any] | None = None,
-        *,
-        residency: dict[str, str] | None = None,
-        overlap: bool = False,
-        read_ahead: bool = False,
-    ) -> Pipeline:
+    def build(self, options: FamilyOptions) -> PipelineSpec:
         options = InfiniteTalkOptions.parse(options)
-        settings = self.resolved = self.resolve_options(options)
+        settings = self.resolve_options(options)
         own, motion, interp = check_geometry(settings.chunk_frames, settings.motion_frames, settings.interp_frames)
         try:
             schedule = timesteps(settings.steps, settings.shift)
@@ -171,22 +156,17 @@ class InfiniteTalkFamily:
             raise InputError(f"invalid sampler setting: {exc}") from exc
         width, height = settings.size
         guidance = Guidance(settings.text_guidance, settings.audio_guidance)
-        runtime = Runtime(device, residency)
-        check_guidance_split(len(guidance.predictions), runtime.parallel.layout.cfg)
         m, n = self.modules, self.networks
-        m["dit"].split_as(split_dit, guided=True)  # what --parallel sp=S and cfg=C split
         assert n.text_encoder is not None and n.image_encoder is not None  # from_networks requires both
         window_video = FRAMES.window_video_range(0, own + motion)
         window_frames = window_video[1] - window_video[0]  # video frames of a chunk window (the reference's frame_num)
         strength = settings.color_correction
         assert strength is not None  # resolve_options fills it in
         if settings.fidelity == "reference":
-            if runtime.parallel.layout.decode_rank is not None:
-                raise InputError("--fidelity reference decodes each chunk window whole on the generating ranks; drop the decode rank from --parallel")
             stages = [
                 WanReferenceStage(m["vae"], m["image_encoder"], n.image_encoder, window_frames),
                 WanPromptStage(m["text_encoder"], n.text_encoder, options.negative_prompt if options.negative_prompt is not None else NEGATIVE_PROMPT),
-                WanWholeAudioContextStage(m["audio_encoder"], FRAMES, settings.steps, noise_device=device),
+                WanWholeAudioContextStage(m["audio_encoder"], FRAMES, settings.steps),
                 WanChunkAudioToVideoStage(m["dit"], m["vae"], FRAMES, schedule, guidance, motion_frames=settings.motion_frames, strength=strength),
                 WanWindowDecodeStage(m["vae"], FRAMES, strength),
             ]
@@ -204,9 +184,14 @@ class InfiniteTalkFamily:
             ]
             frame_count = None
         plan = ChunkPlan(own, interp, motion, first_cond=1)
-        return Pipeline(
-            stages, plan, runtime, fps=self.fps, model_sample_rate=SAMPLE_RATE, overlap=overlap, read_ahead=read_ahead, frames=FRAMES, video_frames=frame_count
-        )
+        reference = settings.fidelity == "reference"
+
+        def check_layout(layout: ParallelLayout) -> None:
+            check_guidance_split(len(guidance.predictions), layout.cfg)
+            if reference and layout.decode_rank is not None:
+                raise InputError("--fidelity reference decodes each chunk window whole on the generating ranks; drop the decode rank from --parallel")
+
+        return PipelineSpec(stages, plan, self.fps, SAMPLE_RATE, settings.size, dataclasses.asdict(settings), FRAMES, frame_count, check_layout)
 
     def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
         """The reference image resized and centre-cropped to the output size.
@@ -215,9 +200,9 @@ class InfiniteTalkFamily:
         """
         path = path if path is not None else DEFAULT_REFERENCE
         parsed = InfiniteTalkOptions.parse(options)
-        if self.resolve_options(parsed).fidelity != "reference":
-            return load_reference_image(path, self.frame_size)
+        settings = self.resolve_options(parsed)
+        if settings.fidelity != "reference":
+            return load_reference_image(path, settings.size)
         image = open_reference_image(path)
         height, width = nearest_bucket(image.height, image.width) if parsed.size is None else parsed.size[::-1]
-        self.resolved = dataclasses.replace(self.resolved, size=(width, height))
         return resize_and_center_crop(image, height, width)

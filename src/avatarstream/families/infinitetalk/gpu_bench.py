@@ -54,6 +54,7 @@ from avatarstream.components.wan.text_encoder import TextEncoder, umt5_config
 from avatarstream.components.wan.tiny_text_encoder import T5_BUCKETS, T5_FFN, T5_HEADS, T5_LAYERS, umt5_tokenizer
 from avatarstream.components.wan.vae import build_vae
 from avatarstream.errors import InputError
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.infinitetalk.family import InfiniteTalkFamily
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
@@ -211,7 +212,7 @@ def run_scenario(
     try:
         start = time.perf_counter()
         # overlap as render does on a GPU; on the CPU dry run too, so that it takes the GPU's code path
-        pipeline = family.build(device, scenario.options(), residency=RESIDENCIES[scenario.residency], overlap=True, read_ahead=True)
+        pipeline = build_pipeline(family, device, scenario.options(), residency=RESIDENCIES[scenario.residency], overlap=True, read_ahead=True)
         if compile_backend is not None:
             pipeline.compile(compile_backend)
         build_s = time.perf_counter() - start
@@ -220,7 +221,7 @@ def run_scenario(
         synchronize(device)
         prepare_s = time.perf_counter() - start
         reset_device_peak(device)
-        report = measure(pipeline, family.reference(None), looped(speech, SAMPLE_RATE, scenario.seconds))
+        report = measure(pipeline, family.reference(None, scenario.options()), looped(speech, SAMPLE_RATE, scenario.seconds))
         init = {stage.name for stage in pipeline.stages if stage.phase == "init"}
         generator = stage_named_for(pipeline.stages, "generate")
         return summarize(scenario, report, init, generator, pipeline.runtime.summary(), build_s=build_s, prepare_s=prepare_s)

@@ -15,7 +15,7 @@ import torch
 from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE
 from avatarstream.components.wan.vae import DecoderCache, decode, encode
 from avatarstream.families.infinitetalk.family import FRAMES, InfiniteTalkFamily
-from avatarstream.families.infinitetalk.presets import NEGATIVE_PROMPT, check_geometry
+from avatarstream.families.infinitetalk.presets import NEGATIVE_PROMPT, Preset, check_geometry
 from avatarstream.models.infinitetalk.audio_features import audio_windows, loudness_normalize, wav2vec2_features
 from avatarstream.models.infinitetalk.config import AUDIO_WINDOW
 from avatarstream.models.infinitetalk.predict import ChunkConditions, DiTPredictor
@@ -26,8 +26,9 @@ from avatarstream.stages.seeding import seeded_noise
 
 
 @torch.inference_mode()
-def raw_frames(family: InfiniteTalkFamily, reference_image: np.ndarray, samples: np.ndarray, *, seed: int = 0) -> Iterator[np.ndarray]:
-    s, n = family.resolved, family.networks
+def raw_frames(family: InfiniteTalkFamily, s: Preset, reference_image: np.ndarray, samples: np.ndarray, *, seed: int = 0) -> Iterator[np.ndarray]:
+    """The frames of settings ``s`` from ``family``'s networks called in a plain loop (N-chunks only)."""
+    n = family.networks
     assert s.interp_frames == 0, "the baseline loop runs N-chunks only"
     assert n.text_encoder is not None and n.image_encoder is not None
     own, motion, _ = check_geometry(s.chunk_frames, s.motion_frames, 0)

@@ -26,16 +26,15 @@ from avatarstream.families.liveavatar.layout import resolve
 from avatarstream.families.liveavatar.load_dit import DEFAULT_ALPHA
 from avatarstream.families.liveavatar.networks import LiveAvatarNetworks
 from avatarstream.families.liveavatar.options import LiveAvatarOptions
-from avatarstream.families.liveavatar.presets import PRESETS, Preset, check_size, parse_offsets
+from avatarstream.families.liveavatar.presets import Preset, check_size, parse_offsets
 from avatarstream.families.liveavatar.sequence_parallel import split_dit
 from avatarstream.families.options import FamilyOptions
 from avatarstream.models.liveavatar.audio_features import FPS, SAMPLE_RATE
 from avatarstream.models.liveavatar.config import BLOCK_FRAMES, StreamGeometry
 from avatarstream.models.liveavatar.sampler import Schedule
 from avatarstream.pipeline.chunks import FrameLayout
-from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.pipeline.spec import PipelineSpec
 from avatarstream.runtime.module import Module
-from avatarstream.runtime.residency import Runtime
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image
 from avatarstream.stages.liveavatar.context import LiveAvatarAudioStage
@@ -63,7 +62,6 @@ class LiveAvatarFamily:
     networks: LiveAvatarNetworks
     modules: dict[str, Module]
     weights: str
-    resolved: Preset = PRESETS[DEFAULT_PRESET]
     warnings: list[str] = field(default_factory=list)
 
     name = "liveavatar"
@@ -103,14 +101,6 @@ class LiveAvatarFamily:
         }
         return cls(networks, modules, weights, warnings=list(warnings or []))
 
-    @property
-    def frame_size(self) -> tuple[int, int]:
-        return self.resolved.size
-
-    @property
-    def settings(self) -> dict[str, object]:
-        return dataclasses.asdict(self.resolved)
-
     def resolve_options(self, options: LiveAvatarOptions) -> Preset:
         settings = Preset(**{k: v for k, v in options.with_preset(DEFAULT_PRESET).items() if k not in ("sink_offsets", "start_position")})
         check_size(settings.size)
@@ -122,17 +112,9 @@ class LiveAvatarFamily:
         width, height = settings.size
         return StreamGeometry(height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE, settings.cache_blocks)
 
-    def build(
-        self,
-        device: torch.device,
-        options: FamilyOptions | Mapping[str, Any] | None = None,
-        *,
-        residency: dict[str, str] | None = None,
-        overlap: bool = False,
-        read_ahead: bool = False,
-    ) -> Pipeline:
+    def build(self, options: FamilyOptions) -> PipelineSpec:
         options = LiveAvatarOptions.parse(options)
-        settings = self.resolved = self.resolve_options(options)
+        settings = self.resolve_options(options)
         geometry = self.geometry(settings)
         m, n = self.modules, self.networks
         assert n.text_encoder is not None
@@ -158,11 +140,9 @@ class LiveAvatarFamily:
             ),
             LiveAvatarDecodeStage(m["vae"]),
         ]
-        runtime = Runtime(device, residency)
-        return Pipeline(
-            stages, BlockPlan(BLOCK_FRAMES), runtime, fps=self.fps, model_sample_rate=SAMPLE_RATE, overlap=overlap, read_ahead=read_ahead, frames=FRAMES
-        )
+        return PipelineSpec(stages, BlockPlan(BLOCK_FRAMES), self.fps, SAMPLE_RATE, settings.size, dataclasses.asdict(settings), FRAMES)
 
     def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
         """The reference image resized and centre-cropped to the output size."""
-        return load_reference_image(path if path is not None else DEFAULT_REFERENCE, self.frame_size)
+        size = self.resolve_options(LiveAvatarOptions.parse(options)).size
+        return load_reference_image(path if path is not None else DEFAULT_REFERENCE, size)

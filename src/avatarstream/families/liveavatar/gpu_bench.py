@@ -35,6 +35,7 @@ from avatarstream.components.wan.config import VAEConfig
 from avatarstream.components.wan.text_encoder import TextEncoder, umt5_config
 from avatarstream.components.wan.tiny_text_encoder import T5_BUCKETS, T5_FFN, T5_HEADS, T5_LAYERS, umt5_tokenizer
 from avatarstream.components.wan.vae import build_vae
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.liveavatar.family import LiveAvatarFamily
 from avatarstream.families.liveavatar.load_audio import AudioEncoder
 from avatarstream.families.liveavatar.memory import WAV2VEC2_LARGE, kv_bytes
@@ -104,7 +105,7 @@ def layout_for(gpus: int) -> tuple[str, int] | None:
 
 
 def _build(family: LiveAvatarFamily, plan: Plan, residency: str, device: torch.device) -> Pipeline:
-    pipeline = family.build(device, {"size": list(plan.size)}, residency=RESIDENCIES[residency], overlap=True, read_ahead=True)
+    pipeline = build_pipeline(family, device, {"size": list(plan.size)}, residency=RESIDENCIES[residency], overlap=True, read_ahead=True)
     pipeline.prepare()
     return pipeline
 
@@ -127,7 +128,7 @@ def run_scenario(family: LiveAvatarFamily, plan: Plan, residency: str, device: t
         pipeline = _build(family, plan, residency, device)
         synchronize(device)
         gpu_run.reset_device_peak(device)
-        report = measure(pipeline, family.reference(None), looped(bundled_speech(SAMPLE_RATE), SAMPLE_RATE, plan.seconds))
+        report = measure(pipeline, family.reference(None, {"size": [width, height]}), looped(bundled_speech(SAMPLE_RATE), SAMPLE_RATE, plan.seconds))
     except RuntimeError as exc:
         if not gpu_run.is_out_of_memory(exc):
             raise

@@ -18,8 +18,8 @@ from transformers import Wav2Vec2Model
 
 from avatarstream.models.infinitetalk.audio_features import SAMPLE_RATE, audio_windows, loudness_normalize, wav2vec2_features
 from avatarstream.models.infinitetalk.config import AUDIO_WINDOW
+from avatarstream.pipeline.audio_window import AudioWindow
 from avatarstream.pipeline.chunks import Chunk, FrameLayout
-from avatarstream.pipeline.pipeline import AudioWindow
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
 from avatarstream.runtime.devices import upload

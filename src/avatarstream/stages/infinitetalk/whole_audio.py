@@ -20,8 +20,8 @@ from transformers import Wav2Vec2Model
 
 from avatarstream.errors import InputError
 from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE, audio_windows, loudness_normalize, reference_feature_frames, wav2vec2_features
+from avatarstream.pipeline.audio_window import AudioWindow
 from avatarstream.pipeline.chunks import Chunk, FrameLayout
-from avatarstream.pipeline.pipeline import AudioWindow
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
 from avatarstream.runtime.module import Module
@@ -43,16 +43,17 @@ class WanWholeAudioContextStage(Stage):
     writes = ("audio_windows", "noise")
     needs_whole_audio = True
 
-    def __init__(self, audio_encoder: Module, frames: FrameLayout, steps: int, noise_device: torch.device) -> None:
+    def __init__(self, audio_encoder: Module, frames: FrameLayout, steps: int) -> None:
         self.audio_encoder = audio_encoder
         self.frames = frames
         self.steps = steps
-        self.noise_device = noise_device  # the DiT's: the reference draws on its device (the CUDA generator on a GPU)
 
     def modules(self) -> tuple[Module, ...]:
         return (self.audio_encoder,)
 
-    def _whole_audio(self, audio: AudioWindow, window_frames: int, seed: int) -> WholeAudio:
+    def _whole_audio(self, audio: AudioWindow, window_frames: int, seed: int, noise_device: torch.device) -> WholeAudio:
+        """The file's features, and the generator every chunk's noise comes from: on the run's device, as the reference
+        draws on its DiT's (the CUDA generator on a GPU)."""
         track = audio.track
         if track.first != 0:
             raise InputError("the reference fidelity encodes the audio from its start; it cannot resume a session part-way")
@@ -65,15 +66,16 @@ class WanWholeAudioContextStage(Stage):
             )
         device, _ = device_and_dtype(self.audio_encoder)
         features = wav2vec2_features(self.audio_encoder.network_as(Wav2Vec2Model), torch.from_numpy(samples).to(device), frames=count)
-        return WholeAudio(features.float().cpu(), torch.Generator(device=self.noise_device).manual_seed(seed))
+        return WholeAudio(features.float().cpu(), torch.Generator(device=noise_device).manual_seed(seed))
 
     def run(self, ctx: StageContext) -> None:
         chunk: Chunk = ctx["chunk"]
         first, end = self.frames.window_video_range(chunk.window_start, chunk.window_end)
-        held: WholeAudio = ctx.cache if ctx.cache is not None else self._whole_audio(ctx["audio"], end - first, ctx.seed)
+        reference = ctx["reference_latent"]  # on the run's device
+        held: WholeAudio = ctx.cache if ctx.cache is not None else self._whole_audio(ctx["audio"], end - first, ctx.seed, reference.device)
         ctx.cache = held
         ctx["audio_windows"] = audio_windows(held.features, first, end - first)
-        _, channels, _, height, width = ctx["reference_latent"].shape
+        _, channels, _, height, width = reference.shape
         draw = held.generator
         ctx["noise"] = torch.randn((1, channels, chunk.window_frames, height, width), generator=draw, device=draw.device)
         if chunk.index > 0:  # the motion latents' noise: drawn and dropped, as the reference does, to keep its sequence

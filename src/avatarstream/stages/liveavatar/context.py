@@ -20,8 +20,8 @@ import torch
 from transformers import Wav2Vec2FeatureExtractor, Wav2Vec2Model
 
 from avatarstream.models.liveavatar.audio_features import CNN_RATE, FEATURE_RATE, SAMPLE_RATE, bucket_indices, hidden_states, normalize
+from avatarstream.pipeline.audio_window import AudioWindow
 from avatarstream.pipeline.chunks import Chunk, FrameLayout
-from avatarstream.pipeline.pipeline import AudioWindow
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
 from avatarstream.runtime.module import Module

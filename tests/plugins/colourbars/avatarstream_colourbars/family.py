@@ -8,21 +8,14 @@ resumes itself, and nothing outside this package names it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from avatarstream.errors import InputError
-from avatarstream.families.block_plan import BlockPlan
-from avatarstream.families.options import FamilyOptions
-from avatarstream.pipeline.pipeline import Pipeline
-from avatarstream.runtime.module import Module
-from avatarstream.runtime.residency import Runtime
-from avatarstream.sources.bundled import DEFAULT_REFERENCE
-from avatarstream.sources.reference import load_reference_image
+from avatarstream.plugin import DEFAULT_REFERENCE, BlockPlan, FamilyOptions, InputError, Module, PipelineSpec, load_reference_image
 from avatarstream_colourbars.network import LATENT_STRIDE, Painter
 from avatarstream_colourbars.options import DEFAULT_BARS, ColourBarsOptions
 from avatarstream_colourbars.stages import BarsStage, PixelsStage, TintStage
@@ -38,11 +31,9 @@ WEIGHTS_FILE = "painter.safetensors"
 class ColourBarsFamily:
     modules: dict[str, Module]
     weights: str
-    options: ColourBarsOptions = field(default_factory=ColourBarsOptions)
 
     name = "colourbars"
     fps = FPS
-    frame_size = SIZE
     Options: ClassVar[type[ColourBarsOptions]] = ColourBarsOptions
     summary: ClassVar[str] = "colour bars that pulse with the audio: the plug-in seam's test family"
     weights_help: ClassVar[str] = f"none (random weights drawn from the seed), or a folder holding {WEIGHTS_FILE}"
@@ -54,28 +45,15 @@ class ColourBarsFamily:
         painter = Module.build("painter", Painter, weights=weights / WEIGHTS_FILE if weights is not None else None, seed=seed)
         return cls({"painter": painter}, str(weights) if weights is not None else f"random (seed {seed})")
 
-    @property
-    def settings(self) -> dict[str, Any]:
-        return {"bars": self.options.bars or DEFAULT_BARS, "block_frames": BLOCK_FRAMES}
-
-    def build(
-        self,
-        device: torch.device,
-        options: FamilyOptions | Mapping[str, Any] | None = None,
-        *,
-        residency: dict[str, str] | None = None,
-        overlap: bool = False,
-        read_ahead: bool = False,
-    ) -> Pipeline:
-        self.options = ColourBarsOptions.parse(options)
+    def build(self, options: ColourBarsOptions) -> PipelineSpec:
+        bars = options.bars or DEFAULT_BARS
         width, height = SIZE
         stages = [
             TintStage(),
-            BarsStage(self.modules["painter"], self.settings["bars"], (height // LATENT_STRIDE, width // LATENT_STRIDE), SAMPLE_RATE // FPS),
+            BarsStage(self.modules["painter"], bars, (height // LATENT_STRIDE, width // LATENT_STRIDE), SAMPLE_RATE // FPS),
             PixelsStage(),
         ]
-        runtime = Runtime(device, residency)
-        return Pipeline(stages, BlockPlan(BLOCK_FRAMES), runtime, fps=FPS, model_sample_rate=SAMPLE_RATE, overlap=overlap, read_ahead=read_ahead)
+        return PipelineSpec(stages, BlockPlan(BLOCK_FRAMES), FPS, SAMPLE_RATE, SIZE, {"bars": bars, "block_frames": BLOCK_FRAMES})
 
     def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
         return load_reference_image(path if path is not None else DEFAULT_REFERENCE, SIZE)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from avatarstream.families.options import FamilyOptions, option
+from avatarstream.plugin import FamilyOptions, option
 
 DEFAULT_BARS = 4
 

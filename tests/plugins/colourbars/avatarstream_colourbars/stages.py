@@ -6,10 +6,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from avatarstream.pipeline.stage import Stage
-from avatarstream.pipeline.state import StageContext
-from avatarstream.runtime.module import Module
-from avatarstream.stages.common import image_to_video_tensor, video_to_frames
+from avatarstream.plugin import Module, Stage, StageContext, image_to_video_tensor, video_to_frames
 from avatarstream_colourbars.network import LATENT_STRIDE, Painter
 
 HUES = torch.tensor([[1, 1, 1], [1, 1, -1], [-1, 1, 1], [-1, 1, -1], [1, -1, 1], [1, -1, -1], [-1, -1, 1], [-1, -1, -1]], dtype=torch.float32)

@@ -1,0 +1,52 @@
+"""The public API for authors of model families: everything a family package outside this repository imports.
+
+A family is a class registered under the entry-point group
+``avatarstream.families`` (docs/families.md walks through one). It declares
+its options (a ``FamilyOptions`` dataclass of ``option`` fields), loads its
+``Module``s from a weights folder, and ``build`` returns a ``PipelineSpec``:
+its ``Stage``s, its chunk plan (``ChunkPlan`` for N/I chunks with
+interpolated seams, ``BlockPlan`` for a block-causal model, or its own
+``Plan``), rates and output size. The framework assembles the runtime and
+the pipeline from the spec, so the CLI, the server, the fleet, the Python API
+and the benchmarks run the family with nothing else to write.
+
+Import from here only: the modules behind these names may move.
+"""
+
+from avatarstream.errors import InputError
+from avatarstream.families.base import Family, FamilyClass
+from avatarstream.families.block_plan import BlockPlan
+from avatarstream.families.chunk_plan import ChunkPlan
+from avatarstream.families.options import FamilyOptions, option
+from avatarstream.pipeline.audio_window import AudioWindow
+from avatarstream.pipeline.chunks import Chunk, FrameLayout
+from avatarstream.pipeline.plan import Plan
+from avatarstream.pipeline.spec import PipelineSpec
+from avatarstream.pipeline.stage import Stage
+from avatarstream.pipeline.state import StageContext
+from avatarstream.runtime.module import Module
+from avatarstream.sources.bundled import DEFAULT_REFERENCE
+from avatarstream.sources.reference import load_reference_image
+from avatarstream.stages.common import image_to_video_tensor, video_to_frames
+
+__all__ = [
+    "DEFAULT_REFERENCE",
+    "AudioWindow",
+    "BlockPlan",
+    "Chunk",
+    "ChunkPlan",
+    "Family",
+    "FamilyClass",
+    "FamilyOptions",
+    "FrameLayout",
+    "InputError",
+    "Module",
+    "PipelineSpec",
+    "Plan",
+    "Stage",
+    "StageContext",
+    "image_to_video_tensor",
+    "load_reference_image",
+    "option",
+    "video_to_frames",
+]
