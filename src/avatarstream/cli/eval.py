@@ -1,4 +1,8 @@
-"""``avatarstream eval``: measure lip sync, identity over time and seams on held-out procedural avatars."""
+"""``avatarstream eval``: measure lip sync, identity over time and seams on held-out procedural avatars.
+
+The model is any registered family that can switch its seam smoothing off (``evaluation/run.py`` says how it declares
+that); for one that cannot, eval says so before it loads anything.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from pathlib import Path
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.runtime_args import add_runtime_arguments
 from avatarstream.errors import InputError
-from avatarstream.families.registry import DEFAULT_MODEL, load_family, names
+from avatarstream.families.registry import DEFAULT_MODEL, family_class, load_family, names
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -27,7 +31,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=Path("out/eval"), help="folder for eval.json and the plots")
     p.add_argument("--weights", type=Path, help="weights folder (default: the family's own)")
     p.add_argument(
-        "--model", default=DEFAULT_MODEL, choices=names(), help="a model family that renders procedural avatars, which eval measures against their ground truth"
+        "--model",
+        default=DEFAULT_MODEL,
+        choices=names(),
+        help="the model family to measure: it renders procedural avatars, which eval measures against their ground truth, and can switch its seam smoothing off",
     )
     add_runtime_arguments(p)
     p.add_argument("--clips", type=int, default=4, help="held-out identities rendered as short clips")
@@ -39,12 +46,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from avatarstream.avatars.speech import espeak_available
     from avatarstream.evaluation.plots import write_plots
-    from avatarstream.evaluation.run import evaluate
+    from avatarstream.evaluation.run import evaluate, seam_smoothing_off
     from avatarstream.runtime.cpu_threads import set_threads
     from avatarstream.runtime.devices import resolve_device
 
     if args.clips < 1 or args.clip_seconds < 2 or args.minutes < 0:
         raise InputError("--clips must be >= 1, --clip-seconds >= 2 and --minutes >= 0")
+    seam_smoothing_off(family_class(args.model))  # a model eval cannot measure is refused before anything loads
     if not espeak_available():
         raise InputError("espeak-ng is not installed; it makes the held-out speech (run scripts/system-deps.sh)")
     set_threads(args.threads)

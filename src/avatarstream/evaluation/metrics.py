@@ -10,7 +10,8 @@ import numpy as np
 
 from avatarstream.avatars.renderer import MOUTH_BOX
 from avatarstream.evaluation.lipreader import mouth_openness
-from avatarstream.families.chunk_plan import ChunkPlan
+from avatarstream.pipeline.chunks import FrameLayout
+from avatarstream.pipeline.plan import Plan, schedule
 
 IDENTITY_POOL = 8
 """Identity is compared on 8x8-pixel averages: colours and layout of the face, not the exact pixels of a moving head."""
@@ -57,13 +58,15 @@ def frame_changes(frames: np.ndarray, previous: np.ndarray | None) -> np.ndarray
     return np.abs(frames - before).mean(axis=(1, 2, 3))
 
 
-def seam_frames(plan: ChunkPlan, total_frames: int) -> np.ndarray:
-    """Boolean [total_frames]: True at frame f when f and f-1 were published from different chunks."""
+def seam_frames(plan: Plan, total_frames: int, layout: FrameLayout = FrameLayout()) -> np.ndarray:
+    """Boolean [total_frames] video frames: True at frame f when f and f-1 were published from different chunks
+    (``layout``: how the plan's timeline frames map to video frames)."""
     border = np.zeros(total_frames, dtype=bool)
-    for chunk in plan.schedule(total_frames):
+    for chunk in schedule(plan, layout.timeline_frames(total_frames)):
         for piece in chunk.publishes:
-            if 0 < piece.start < total_frames:
-                border[piece.start] = True
+            start = layout.video_start(piece.start)
+            if 0 < start < total_frames:
+                border[start] = True
     return border
 
 

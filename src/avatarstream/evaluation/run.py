@@ -1,18 +1,27 @@
 """`avatarstream eval`: render held-out identities with held-out speech and measure the three promises.
 
-Short clips are rendered twice, with I-chunks on and off, so the seam gain of
-interpolation is visible; one long run (10 minutes by default) measures
-identity per minute against the reference, next to the same measure on the
-ground-truth render, which shows how much of the error is just head motion.
+Short clips are rendered twice, with the family's seam smoothing (I-chunks)
+on and off, so its gain is visible; one long run (10 minutes by default)
+measures identity per minute against the reference, next to the same measure
+on the ground-truth render, which shows how much of the error is just head
+motion.
+
+Any family the registry knows can be measured, through the family interface
+(``families/base.py``, assembled by ``families.assemble``) and one optional
+member: ``seam_smoothing_off``, the options that switch its seam smoothing off
+(a mapping of option names to values; the family's defaults for the rest). A
+family without it is refused in one line that says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
+from PIL import Image
 
 from avatarstream.avatars import Identity, motion_track, mouth_track, reference_image, render_frame
 from avatarstream.avatars.identity import HELD_OUT_IDENTITIES
@@ -20,13 +29,31 @@ from avatarstream.avatars.renderer import pose_at
 from avatarstream.avatars.speech import SAMPLE_RATE, speech_track
 from avatarstream.errors import InputError
 from avatarstream.evaluation.metrics import StreamMeter, correlation, identity_error, per_minute, seam_frames, seam_ratio
-from avatarstream.families.base import Family
-from avatarstream.families.chunk_plan import ChunkPlan
-from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, MOTION_FRAMES, DemoFamily
+from avatarstream.families.assemble import build_pipeline
+from avatarstream.families.base import Family, FamilyClass
 from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.sources.pcm import PcmBlock
+from avatarstream.sources.reference import crop_resize
 
 TARGETS = {"lip_sync_correlation": 0.8, "identity_last_over_first": 1.05, "seam_ratio_with_i_chunks": 1.2}
+#: The optional family member eval needs (see the module docstring).
+SEAM_SMOOTHING_OFF = "seam_smoothing_off"
+#: Until the families declare it, a family with the N/I chunk plan's option takes the plan's own switch (0: no I-chunks).
+PLAN_SWITCH = {"interp_frames": 0}
+
+
+def seam_smoothing_off(family: Family | FamilyClass) -> Mapping[str, Any]:
+    """The options that switch ``family``'s seam smoothing off; an InputError naming the family and what it lacks."""
+    options = getattr(family, SEAM_SMOOTHING_OFF, None)
+    if options is None and set(PLAN_SWITCH) <= {spec.name for spec in family.Options.specs()}:
+        options = PLAN_SWITCH
+    if options is None:
+        name = getattr(family, "name", "chosen")
+        raise InputError(
+            f"the {name} model cannot be evaluated: eval measures its seams with and without seam smoothing, "
+            f"and it offers no {SEAM_SMOOTHING_OFF} (the options that switch its seam smoothing off)"
+        )
+    return options
 
 
 @dataclass
@@ -34,7 +61,7 @@ class Run:
     """Per-frame measures of one generated video and its ground truth."""
 
     identity_seed: int
-    interp_frames: int
+    smoothed: bool  # rendered with the family's seam smoothing
     truth: np.ndarray  # ground-truth mouth openness
     measured: dict[str, np.ndarray]  # openness, identity, changes
     seams: np.ndarray  # True where a frame starts a new chunk piece
@@ -55,12 +82,17 @@ def blocks(audio: np.ndarray, seconds: float = 1.0) -> Iterator[PcmBlock]:
         yield PcmBlock(audio[None, i : i + step].astype(np.float32), SAMPLE_RATE)
 
 
-def generate(family: DemoFamily, identity_seed: int, audio: np.ndarray, interp_frames: int, device: torch.device, seed: int = 0) -> Run:
-    """Run the pipeline on `audio` with the identity's reference and measure every frame as it streams out."""
-    fps = family.config.fps
+def generate(family: Family, identity_seed: int, audio: np.ndarray, smoothed: bool, device: torch.device, seed: int = 0) -> Run:
+    """Run the pipeline on `audio` with the identity's reference and measure every frame as it streams out.
+
+    `smoothed`: with the family's default options; else with its seam smoothing switched off.
+    """
+    pipeline = build_pipeline(family, device, None if smoothed else seam_smoothing_off(family))
+    fps = family.fps
     reference = reference_image(Identity.from_seed(identity_seed))
-    pipeline = family.pipeline(device, chunk_frames=DEFAULT_CHUNK_FRAMES, interp_frames=interp_frames)
-    recorder = ReportRecorder(extra={"interp_frames": interp_frames, "identity_seed": identity_seed})
+    if pipeline.frame_size is not None:  # the family's video size (a family's pipeline says it)
+        reference = crop_resize(Image.fromarray(reference), *pipeline.frame_size)
+    recorder = ReportRecorder(extra={"seam_smoothing": smoothed, "identity_seed": identity_seed})
     meter = StreamMeter(reference)
     for media in pipeline.stream(blocks(audio), reference, seed=seed, observers=[recorder]):
         meter.add(media.frames)
@@ -69,8 +101,7 @@ def generate(family: DemoFamily, identity_seed: int, audio: np.ndarray, interp_f
     measured = meter.arrays()
     frames = len(measured["openness"])
     truth = mouth_track(audio, SAMPLE_RATE, fps).openness[:frames]
-    plan = ChunkPlan(DEFAULT_CHUNK_FRAMES, interp_frames, MOTION_FRAMES)
-    return Run(identity_seed, interp_frames, truth, measured, seam_frames(plan, frames), report)
+    return Run(identity_seed, smoothed, truth, measured, seam_frames(pipeline.plan, frames, pipeline.frames), report)
 
 
 def ground_truth_identity_per_minute(identity_seed: int, audio: np.ndarray, motion_seed: int, fps: int, stride: int = 5) -> list[float]:
@@ -90,18 +121,15 @@ def ground_truth_identity_per_minute(identity_seed: int, audio: np.ndarray, moti
     return out
 
 
-def evaluate(
-    family: Family, device: torch.device, *, clips: int = 4, clip_seconds: float = 20.0, long_minutes: float = 10.0, interp_frames: int = 3
-) -> tuple[dict, dict]:
-    """Returns (results for JSON, per-frame series for plots). Only a family that renders procedural avatars can be measured."""
-    if not isinstance(family, DemoFamily):
-        raise InputError(f"eval measures procedural avatars against their ground truth; the {family.name} model does not render them")
-    fps = family.config.fps
+def evaluate(family: Family, device: torch.device, *, clips: int = 4, clip_seconds: float = 20.0, long_minutes: float = 10.0) -> tuple[dict, dict]:
+    """Returns (results for JSON, per-frame series for plots); a family that cannot switch its seam smoothing off is refused."""
+    seam_smoothing_off(family)
+    fps = family.fps
     short = []
     for k in range(clips):
         identity_seed = HELD_OUT_IDENTITIES + k
         audio = speech_track(clip_seconds, 10_000 + k, "heldout")
-        short.append((generate(family, identity_seed, audio, interp_frames, device), generate(family, identity_seed, audio, 0, device)))
+        short.append((generate(family, identity_seed, audio, True, device), generate(family, identity_seed, audio, False, device)))
     results: dict = {
         "targets": TARGETS,
         "clips": [
@@ -124,7 +152,7 @@ def evaluate(
     if long_minutes > 0:
         identity_seed = HELD_OUT_IDENTITIES + 100
         audio = speech_track(60 * long_minutes, 20_000, "heldout")
-        long = generate(family, identity_seed, audio, interp_frames, device)
+        long = generate(family, identity_seed, audio, True, device)
         minutes = per_minute(long.measured["identity"], fps)
         baseline = ground_truth_identity_per_minute(identity_seed, audio, 0, fps)
         results["long"] = {
