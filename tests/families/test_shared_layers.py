@@ -115,10 +115,14 @@ def _is_settings(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "settings"
 
 
+def _string(node: ast.expr | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
 def _keys(mapping: ast.expr) -> list[str]:
     """The string keys of ``{...}`` or the keywords of ``dict(...)``."""
     if isinstance(mapping, ast.Dict):
-        return [k.value for k in mapping.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+        return [key for key in map(_string, mapping.keys) if key is not None]
     if isinstance(mapping, ast.Call) and _tail(mapping.func) == "dict":
         return [k.arg for k in mapping.keywords if k.arg is not None]
     return []
@@ -131,14 +135,11 @@ def _options_in_code(tree: ast.AST) -> list[tuple[int, str]]:
         if isinstance(node, ast.Attribute) and _carries(node.value):
             used.append((node.lineno, node.attr))
         elif isinstance(node, ast.Subscript) and (_carries(node.value) or _is_settings(node.value)):
-            key = node.slice
-            if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                used.append((node.lineno, key.value))
+            used += [(node.lineno, key) for key in [_string(node.slice)] if key is not None]
         elif isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr in ("get", "pop") and (_carries(func.value) or _is_settings(func.value)):
-                if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-                    used.append((node.lineno, node.args[0].value))
+                used += [(node.lineno, key) for key in [_string(node.args[0] if node.args else None)] if key is not None]
             if _carries(func):
                 used += [(node.lineno, k.arg) for k in node.keywords if k.arg is not None]
             used += [(k.value.lineno, key) for k in node.keywords if k.arg and CARRIER.search(k.arg) for key in _keys(k.value)]
@@ -193,7 +194,9 @@ def _mentions(path: Path, words: Vocabulary) -> list[str]:
 
 def test_the_shared_layers_name_no_family_and_no_family_option() -> None:
     words = _vocabulary()
-    assert "colourbars" in words.families and "--bars" in words.texts and "bars" in words.one_word, "the test family is installed (make test installs tests/plugins/colourbars)"
+    assert "colourbars" in words.families and "--bars" in words.texts and "bars" in words.one_word, (
+        "the test family is installed (make test installs tests/plugins/colourbars)"
+    )
     found = [m for f in _files() for m in _mentions(f, words)]
     assert not found, "\n".join(found)
 
