@@ -23,10 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
-import avatarstream.components.wan.decode as causal_decode
 import avatarstream.stages.infinitetalk.decode as reference_decode
+import avatarstream.stages.wan_decode as causal_decode
 from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE
-from avatarstream.components.wan.decode import WanDecodeStage
 from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
 from avatarstream.families.infinitetalk.parity import render_arguments
@@ -45,6 +44,7 @@ from avatarstream.stages.infinitetalk.decode import WanWindowDecodeStage, trunca
 from avatarstream.stages.infinitetalk.generate import WanAudioToVideoStage
 from avatarstream.stages.infinitetalk.whole_audio import WanWholeAudioContextStage
 from avatarstream.stages.seeding import seeded_noise
+from avatarstream.stages.wan_decode import WanDecodeStage
 
 
 class PerChunkNoise(WanWholeAudioContextStage):
@@ -127,9 +127,9 @@ def main() -> None:
     measure("reference fidelity", reference)
     measure("noise seeded per chunk (no generator carried over)", pipeline({"context_gen": PerChunkNoise(whole.audio_encoder, whole.frames, whole.steps, cpu)}))
     measure("wav2vec2 per chunk over 8 s, 12 frames ahead", pipeline({"context_gen": WindowedAudio(whole, windowed)}))
-    streaming_a2v = WanAudioToVideoStage(a2v.dit, a2v.vae, a2v.frames, a2v.schedule, a2v.guidance, reencode=True)
+    streaming_a2v = WanAudioToVideoStage(a2v.dit, a2v.vae, a2v.frames, a2v.schedule, a2v.guidance, a2v.guided, reencode=True)
     measure("motion re-encoded from a decode of the motion latents alone", pipeline({"audio_to_video": streaming_a2v}))
-    latent_a2v = WanAudioToVideoStage(a2v.dit, a2v.vae, a2v.frames, a2v.schedule, a2v.guidance, reencode=False)
+    latent_a2v = WanAudioToVideoStage(a2v.dit, a2v.vae, a2v.frames, a2v.schedule, a2v.guidance, a2v.guided, reencode=False)
     measure("motion latents handed over (--motion latent)", pipeline({"audio_to_video": latent_a2v}))
     strength = float(reference.settings["color_correction"] or 0.0)
     with swapped(causal_decode, "video_to_frames", lambda video: truncated_frames(video.cpu())):

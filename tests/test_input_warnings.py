@@ -14,10 +14,10 @@ from PIL import Image
 
 import avatarstream
 from avatarstream.cli.main import main
+from avatarstream.families.demo_reference import PHOTO_NOTE
 from avatarstream.families.infinitetalk.layout import WeightsLayout
 from avatarstream.input_warnings import Warnings, audio_rate_warning, collecting
 from avatarstream.sources.pcm import PcmBlock
-from avatarstream.sources.reference_choice import PHOTO_NOTE
 from avatarstream.sources.warn import warn
 from sources.sine_files import write_sine
 

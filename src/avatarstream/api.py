@@ -22,10 +22,10 @@ from tqdm import tqdm
 
 from avatarstream.errors import InputError
 from avatarstream.families.assemble import build_pipeline
-from avatarstream.families.base import Family
+from avatarstream.families.base import Family, model_warnings
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.registry import DEFAULT_MODEL, load_family, options_class
-from avatarstream.input_warnings import Warnings, audio_rate_warning, collecting, model_warnings, warn_on_audio_rate
+from avatarstream.input_warnings import Warnings, audio_rate_warning, collecting, warn_on_audio_rate
 from avatarstream.output_paths import check_outputs, removed_on_failure
 from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.pipeline.trace import TraceWriter

@@ -4,7 +4,7 @@ A warning is a sentence with its advice, such as "random weights: the video is
 noise". Two kinds reach a run:
 
 * about the weights, the same for every run of a loaded model: a family lists
-  them in its ``warnings`` attribute (``model_warnings`` reads it; a family
+  them in its ``warnings`` attribute (``families.base.model_warnings`` reads it; a family
   without one has none);
 * about one run's inputs: the code that reads an input calls ``warn(text)``
   (``sources/warn.py``, below the readers). Whoever runs the render collects
@@ -66,11 +66,6 @@ def collecting(warnings: Warnings | None) -> Iterator[None]:
         return
     with warnings_to(warnings.add):
         yield
-
-
-def model_warnings(family: object) -> list[str]:
-    """What a loaded model says about its weights, for every run (a family without a ``warnings`` attribute has none)."""
-    return [str(text) for text in getattr(family, "warnings", ())]
 
 
 def audio_rate_warning(rate: int, model_rate: int) -> str | None:

@@ -6,9 +6,13 @@ its options (a ``FamilyOptions`` dataclass of ``option`` fields), loads its
 ``Module``s from a weights folder, and ``build`` returns a ``PipelineSpec``:
 its ``Stage``s, its chunk plan (``ChunkPlan`` for N/I chunks with
 interpolated seams, ``BlockPlan`` for a block-causal model, or its own
-``Plan``), rates and output size. The framework assembles the runtime and
-the pipeline from the spec, so the CLI, the server, the fleet, the Python API
-and the benchmarks run the family with nothing else to write.
+``Plan``), rates and output size, and what each parallel strategy may split
+(``SplitsSequence`` for ``sp``, ``GuidedPredictions`` for ``cfg``,
+``SplitsSteps`` for ``steps``, or a ``Strategy`` of the package's own,
+registered under the entry-point group ``avatarstream.parallel``). The
+framework assembles the runtime and the pipeline from the spec, so the CLI,
+the server, the fleet, the Python API and the benchmarks run the family with
+nothing else to write.
 
 Import from here only: the modules behind these names may move.
 """
@@ -25,6 +29,12 @@ from avatarstream.pipeline.spec import PipelineSpec
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
 from avatarstream.runtime.module import Module
+from avatarstream.runtime.parallel.groups import ParallelGroups
+from avatarstream.runtime.parallel.guidance import GuidedPredictions
+from avatarstream.runtime.parallel.layout import ParallelLayout
+from avatarstream.runtime.parallel.steps import SplitsSteps
+from avatarstream.runtime.parallel.strategy import RoleStrategy, Strategy
+from avatarstream.runtime.parallel.ulysses import SplitsSequence
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image
 from avatarstream.stages.common import image_to_video_tensor, video_to_frames
@@ -39,12 +49,19 @@ __all__ = [
     "FamilyClass",
     "FamilyOptions",
     "FrameLayout",
+    "GuidedPredictions",
     "InputError",
     "Module",
+    "ParallelGroups",
+    "ParallelLayout",
     "PipelineSpec",
     "Plan",
+    "RoleStrategy",
+    "SplitsSequence",
+    "SplitsSteps",
     "Stage",
     "StageContext",
+    "Strategy",
     "image_to_video_tensor",
     "load_reference_image",
     "option",

@@ -10,7 +10,7 @@ import torch
 
 from avatarstream.families.liveavatar.load_audio import AudioEncoder, load_audio_encoder
 from avatarstream.models.liveavatar.audio_features import bucket_indices, frame_features, hidden_states, normalize, to_feature_rate
-from avatarstream.parity.cases import read_wav_int16
+from avatarstream.parity.fixture import read_wav_int16
 from avatarstream.pipeline.chunks import FrameLayout
 from avatarstream.runtime.module import Module
 from avatarstream.stages.liveavatar.context import LiveAvatarAudioStage

@@ -16,7 +16,7 @@ SMALL_720P = EncoderSettings(width=1280, height=720, fps=25, preset="ultrafast")
 def test_throughput_720p(backend: str) -> None:
     if backend == "gstreamer":
         require_gstreamer()
-    result = encode_throughput(backend, SMALL_720P, frames=20, chunk_frames=10)
+    result = encode_throughput(backend, SMALL_720P, frames=20, per_chunk=10)
     assert (result.width, result.height, result.frames) == (1280, 720, 20)
     assert result.fps > 5  # a sanity floor on 2 CPU cores; the report gives the real figure
 

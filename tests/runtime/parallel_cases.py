@@ -34,6 +34,7 @@ from avatarstream.models.infinitetalk.sampler import Guidance
 from avatarstream.models.liveavatar.dit import S2VDiT
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.launch import torchrun_command
+from avatarstream.runtime.parallel.guidance import GuidedPredictions
 from avatarstream.sources.pcm import PcmBlock
 
 SECONDS = 1.5
@@ -76,7 +77,7 @@ def pipeline(fam: Family, name: str = "") -> Pipeline:
     return built
 
 
-def forward(fam: Family) -> torch.Tensor | None:
+def forward(fam: Family, built: Pipeline) -> torch.Tensor | None:
     """One forward of the family's DiT on fixed inputs (InfiniteTalk: the guided velocity of one step; LiveAvatar: none)."""
     if fam.name == "liveavatar":
         return None
@@ -109,7 +110,9 @@ def forward(fam: Family) -> torch.Tensor | None:
         predictor = DiTPredictor(module.network_as(InfiniteTalkDiT), cond)
         latent = torch.randn(1, dit.out_dim, frames, 6, 8, generator=g)
         t = torch.tensor([700.0])
-        return IT_GUIDANCE.combine(module.predictions(IT_GUIDANCE.predictions, lambda mine: predictor(latent, t, mine)))
+        guided = built.parallel_parts["cfg"][0]  # what the layout's guidance group shares out (all here without one)
+        assert isinstance(guided, GuidedPredictions)
+        return IT_GUIDANCE.combine(guided(IT_GUIDANCE.predictions, lambda mine: predictor(latent, t, mine)))
 
 
 def audio() -> list[PcmBlock]:

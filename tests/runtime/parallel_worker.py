@@ -66,7 +66,7 @@ def main(out: Path, weights: Path, cases: list[str]) -> None:
         fam = family(name, weights)
         built = pipeline(fam, name)
         before = dict(COUNTS)
-        made = forward(fam) if role != "decode" else None
+        made = forward(fam, built) if role != "decode" else None
         if made is not None:
             save_file({"forward": made.contiguous()}, str(out / f"{case}.rank{info.rank}.safetensors"))
         if role == "lead":

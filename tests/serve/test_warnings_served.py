@@ -12,9 +12,9 @@ import websockets.sync.client
 from PIL import Image
 from serve_harness import running_server, s16, speech, wav_bytes, ws_url
 
+from avatarstream.families.demo_reference import PHOTO_NOTE
 from avatarstream.input_warnings import audio_rate_warning
 from avatarstream.serve.logs import JsonFormatter
-from avatarstream.sources.reference_choice import PHOTO_NOTE
 
 RANDOM = "this model has random weights"
 

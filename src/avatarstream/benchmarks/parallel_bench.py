@@ -27,8 +27,9 @@ from avatarstream.benchmarks.context import BenchContext
 from avatarstream.benchmarks.measure import stage_named_for
 from avatarstream.benchmarks.parallel_model import ChunkWork, Link, layouts, table
 from avatarstream.families.base import Family
+from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.launch import torchrun_command
-from avatarstream.runtime.module import Module
+from avatarstream.runtime.parallel.ulysses import SplitsSequence
 from avatarstream.runtime.streamed import blocks_of
 
 GPU_COUNTS = [2, 4, 8]
@@ -64,11 +65,12 @@ class BlockCounter:
             hook.remove()
 
 
-def _split_module(family: Family) -> Module:
-    found = [m for m in family.modules.values() if m.sequence_parallel is not None or m.step_split]
+def _split_network(family: Family, pipeline: Pipeline) -> tuple[nn.Module, bool]:
+    """The network the model declares split by sequence, and whether it declares its steps split too."""
+    found = [part.network for part in pipeline.parallel_parts.get("sp", ()) if isinstance(part, SplitsSequence)]
     if not found:
-        raise ValueError(f"the {family.name} family has no network that splits its sequence or its steps")
-    return found[0]
+        raise ValueError(f"the {family.name} family has no network that splits its sequence")
+    return found[0], bool(pipeline.parallel_parts.get("steps"))
 
 
 def _heads(network: nn.Module) -> int:
@@ -77,8 +79,8 @@ def _heads(network: nn.Module) -> int:
 
 
 @contextmanager
-def _counting(module: Module) -> Iterator[BlockCounter]:
-    counter = BlockCounter(module.network)
+def _counting(network: nn.Module) -> Iterator[BlockCounter]:
+    counter = BlockCounter(network)
     try:
         yield counter
     finally:
@@ -134,22 +136,23 @@ def _by_size(raw: dict[str, Any], name: str) -> dict[int, Link]:
 
 def measure_parallel(ctx: BenchContext) -> dict[str, Any]:
     family, _ = ctx.family()
-    module = _split_module(family)
-    with _counting(module) as counter:
+    pipeline = ctx.pipeline(family)
+    network, split_steps = _split_network(family, pipeline)
+    with _counting(network) as counter:
         shapes = ctx.run(family, encode=False)
-    stages = ctx.pipeline(family).stages
+    stages = pipeline.stages
     phases = {stage.name: stage.phase for stage in stages}
     generator = stage_named_for(stages, "generate")
     rate = 16000
     audio = ctx.out_dir / "parallel-speech.wav"
     _write_wav(audio, np.concatenate([b.samples[0] for b in looped(ctx.speech(rate), rate, ctx.seconds)]), rate)
     try:
-        return _measure(ctx, family, module, counter, shapes, phases, generator, audio)
+        return _measure(ctx, family, network, split_steps, counter, shapes, phases, generator, audio)
     finally:
         audio.unlink(missing_ok=True)
 
 
-def _measure(ctx: BenchContext, family: Family, module: Module, counter: BlockCounter, shapes: dict[str, Any], phases: Mapping[str, str],
+def _measure(ctx: BenchContext, family: Family, network: nn.Module, split_steps: bool, counter: BlockCounter, shapes: dict[str, Any], phases: Mapping[str, str],
              generator: str, audio: Path) -> dict[str, Any]:  # fmt: skip
     chunks = max(len(shapes["chunks"]), 1)
     options = render_options(ctx.argv or ["--model", ctx.model])
@@ -172,8 +175,8 @@ def _measure(ctx: BenchContext, family: Family, module: Module, counter: BlockCo
         output_values=counter.output_values / chunks,
         value_bytes=counter.value_bytes,
         stretch_bytes=one["frames"] / executed * width * height * 3,
-        heads=_heads(module.network),
-        split_steps=int(one["settings"].get("steps", 0)) if module.step_split else 0,
+        heads=_heads(network),
+        split_steps=int(one["settings"].get("steps", 0)) if split_steps else 0,
         latent_bytes=counter.output_values / max(counter.forwards, 1) * counter.value_bytes,  # one forward's output: a block's latents
     )
     available = torch.cuda.device_count() if ctx.device.type == "cuda" else CPU_PROCESSES

@@ -32,7 +32,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from avatarstream.parity import run_golden_set
+    from avatarstream.golden_sets import run_golden_set
 
     checks = run_golden_set(args.golden_dir, frames=args.frames, on_case=lambda name: print(f"running case {name} ...", file=sys.stderr))
     if not checks:

@@ -32,7 +32,8 @@ PARALLEL_HELP = (
     "how the --nproc processes split one session: sp=S splits each DiT forward's tokens (Ulysses), cfg=C its guidance "
     "predictions, decode adds a rank that decodes chunk k while chunk k+1 generates; S x C (+1 with decode) = --nproc "
     "(e.g. --nproc 4 --parallel sp=2,cfg=2). steps=N runs one denoising step of every block per rank (or per group of sp "
-    "ranks), as a pipeline (for a model that declares its steps split: --nproc 5 --parallel steps=4,decode; --nproc 8 --parallel steps=4,sp=2). Default: every process computes everything (what FSDP2 sharding alone needs)"
+    "ranks), as a pipeline (for a model that declares its steps split: --nproc 5 --parallel steps=4,decode; --nproc 8 --parallel steps=4,sp=2). An installed package may add a strategy of its own, KEY=N (entry point "
+    "avatarstream.parallel). Default: every process computes everything (what FSDP2 sharding alone needs)"
 )
 
 

@@ -30,7 +30,7 @@ from avatarstream.avatars.speech import SAMPLE_RATE, speech_track
 from avatarstream.errors import InputError
 from avatarstream.evaluation.metrics import StreamMeter, correlation, identity_error, per_minute, seam_frames, seam_ratio
 from avatarstream.families.assemble import build_pipeline
-from avatarstream.families.base import Family, FamilyClass
+from avatarstream.families.base import Family, FamilyClass, optional
 from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.sources.pcm import PcmBlock
 from avatarstream.sources.reference import crop_resize
@@ -38,15 +38,11 @@ from avatarstream.sources.reference import crop_resize
 TARGETS = {"lip_sync_correlation": 0.8, "identity_last_over_first": 1.05, "seam_ratio_with_i_chunks": 1.2}
 #: The optional family member eval needs (see the module docstring).
 SEAM_SMOOTHING_OFF = "seam_smoothing_off"
-#: Until the families declare it, a family with the N/I chunk plan's option takes the plan's own switch (0: no I-chunks).
-PLAN_SWITCH = {"interp_frames": 0}
 
 
 def seam_smoothing_off(family: Family | FamilyClass) -> Mapping[str, Any]:
     """The options that switch ``family``'s seam smoothing off; an InputError naming the family and what it lacks."""
-    options = getattr(family, SEAM_SMOOTHING_OFF, None)
-    if options is None and set(PLAN_SWITCH) <= {spec.name for spec in family.Options.specs()}:
-        options = PLAN_SWITCH
+    options: Mapping[str, Any] | None = optional(family, SEAM_SMOOTHING_OFF)
     if options is None:
         name = getattr(family, "name", "chosen")
         raise InputError(

@@ -49,6 +49,41 @@ class Family(Protocol):
         ...
 
 
+#: What a family may offer beyond the protocol, with what the framework takes when it offers nothing (read with ``optional``):
+OPTIONAL: dict[str, Any] = {
+    # sentences a user should know of the loaded weights (random ones render noise); every run reports them
+    "warnings": (),
+    # reference repositories ("owner/name") whose golden sets `avatarstream parity` runs with this family
+    "golden_repos": (),
+    # (golden set, on_case) -> the checks of every case in the set: the family's parity cases
+    "parity": None,
+    # (golden set) -> the arguments of ``avatarstream.render`` that run a whole-video golden set as its reference CLI did
+    "golden_render_arguments": None,
+    # the options that switch the family's seam smoothing off (`avatarstream eval` compares with and without)
+    "seam_smoothing_off": None,
+    # (reference image, samples, *, options, seed) -> frames: the networks in a plain loop (`bench overhead`'s baseline)
+    "raw_frames": None,
+    # (pipeline, samples, spans) -> per span, how far windowed audio features are from whole-file ones (`bench audio-window`)
+    "audio_window_errors": None,
+    # renders in real time on a CPU with nothing to download (`bench contention`, `load-memory`, `soak`, `fleet` run it in fresh processes)
+    "cpu_real_time": False,
+    # () -> [(output size, () -> the model at that size: same widths, random weights)], smallest first (`bench resolution`)
+    "resolution_sweep": None,
+    # () -> the model at production size with random weights (`bench gpu`, on one GPU)
+    "production_model": None,
+}
+
+
+def optional(family: object, member: str) -> Any:
+    """``family``'s optional ``member`` (a loaded family or its class), or the framework's default for it (``OPTIONAL``)."""
+    return getattr(family, member, OPTIONAL[member])
+
+
+def model_warnings(family: object) -> list[str]:
+    """What a loaded model says about its weights, for every run (a family without a ``warnings`` member has none)."""
+    return [str(text) for text in optional(family, "warnings")]
+
+
 class FamilyClass(Protocol):
     """What the registry needs of a family's class before anything is loaded."""
 

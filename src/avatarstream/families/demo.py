@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from importlib import resources
@@ -20,9 +20,11 @@ import numpy as np
 import torch
 
 from avatarstream.errors import InputError
+from avatarstream.families.base import OptionsLike
 from avatarstream.families.chunk_plan import ChunkPlan
 from avatarstream.families.demo_options import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS, DEFAULTS, DemoOptions
 from avatarstream.families.demo_parallel import split_a2v
+from avatarstream.families.demo_reference import choose_reference
 from avatarstream.families.options import FamilyOptions
 from avatarstream.models.demo import (
     A2VDiT,
@@ -36,7 +38,7 @@ from avatarstream.models.demo import (
 )
 from avatarstream.pipeline.spec import PipelineSpec
 from avatarstream.runtime.module import Module
-from avatarstream.sources.reference_choice import choose_reference
+from avatarstream.runtime.parallel.ulysses import SplitsSequence
 from avatarstream.stages.demo.audio_to_video import AudioToVideoStage
 from avatarstream.stages.demo.context import ContextGenStage
 from avatarstream.stages.demo.decode import DecodeStage
@@ -82,9 +84,8 @@ class DemoFamily:
     summary: ClassVar[str] = "small models trained on procedural avatars; real time on a CPU, bundled with the package"
     weights_help: ClassVar[str] = "none (the bundled weights), or a folder written by `make train-demo`: config.json and one .safetensors per module"
     variant: ClassVar[str] = "default"
-
-    def __post_init__(self) -> None:
-        self.modules["a2v_dit"].split_as(split_a2v)  # what --parallel sp=S splits
+    #: what `avatarstream eval` switches off to measure what the I-chunks buy
+    seam_smoothing_off: ClassVar[Mapping[str, Any]] = {"interp_frames": 0}
 
     @classmethod
     def load(
@@ -141,7 +142,9 @@ class DemoFamily:
             DecodeStage(m["vae"]),
         ]
         settings = {"chunk_frames": chunk_frames, "interp_frames": interp_frames, "steps": steps, "shift": shift}
-        return PipelineSpec(stages, plan, cfg.fps, cfg.sample_rate, (cfg.image_size, cfg.image_size), settings)
+        dit = m["a2v_dit"]
+        parallel = {"sp": [SplitsSequence(dit.name, dit.network, split_a2v)]}  # the A2V DiT's tokens split over sp ranks
+        return PipelineSpec(stages, plan, cfg.fps, cfg.sample_rate, (cfg.image_size, cfg.image_size), settings, parallel=parallel)
 
     # -- the family interface (families/base.py) --------------------------------------------------
 
@@ -158,6 +161,30 @@ class DemoFamily:
     def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
         shipped = not self.weights.startswith("random") and Path(self.weights) == Path(str(SHIPPED_WEIGHTS))
         return choose_reference(path, DemoOptions.parse(options).avatar, self.config.image_size, shipped_weights=shipped)
+
+    # -- what the benchmarks ask for (optional members, families/base.py; the code is in demo_bench.py) --------------
+
+    #: renders in real time on a CPU with nothing to download: the benchmarks that run it in fresh processes may take it
+    cpu_real_time: ClassVar[bool] = True
+
+    def raw_frames(self, reference_image: np.ndarray, samples: np.ndarray, *, options: OptionsLike = None, seed: int = 0) -> Iterator[np.ndarray]:
+        """The overhead benchmark's baseline: the frames ``options`` make, from the networks called in a plain loop."""
+        from avatarstream.families.demo_bench import raw_frames  # benchmark code loads only for `avatarstream bench`
+
+        return raw_frames(self, reference_image, samples, options=options, seed=seed)
+
+    def resolution_sweep(self) -> list[tuple[int, Callable[[], DemoFamily]]]:
+        """The resolution benchmark's models: (output size, a maker of this architecture at that size, random weights)."""
+        from avatarstream.families.demo_bench import resolution_sweep
+
+        return resolution_sweep(self)
+
+    @classmethod
+    def production_model(cls) -> DemoFamily:
+        """The gpu benchmark's model: this architecture at production size, random weights."""
+        from avatarstream.families.demo_bench import production_model
+
+        return production_model(cls)
 
 
 class DemoTinyFamily(DemoFamily):

@@ -2,13 +2,13 @@
 
 A golden set is a folder with ``golden.json`` (configs, tolerances), ``weights/``
 (laid out as a user's download) and ``cases/`` (inputs and reference outputs).
-``run_golden_set`` runs every case it describes and returns one ``Check`` per
-compared tensor; a whole-video set (the reference CLI's command and settings)
-is rendered through ``avatarstream.render`` and its frames checked by the set's
-tolerances (``parity.video``).
+This package is the toolkit a family's parity cases use (``fixture``: reading
+a set; ``checks``: comparing tensors; ``video``: comparing a rendered video);
+it knows no family. ``avatarstream.golden_sets`` runs a set with the family
+that ports its reference implementation.
 """
 
 from avatarstream.parity.checks import Check
-from avatarstream.parity.runner import run_golden_set
+from avatarstream.parity.fixture import GoldenSet
 
-__all__ = ["Check", "run_golden_set"]
+__all__ = ["Check", "GoldenSet"]

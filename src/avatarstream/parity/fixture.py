@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import wave
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
 import torch
 
 from avatarstream.errors import InputError
@@ -126,3 +128,15 @@ class Entries(dict[str, Any]):
 
     def __missing__(self, key: str) -> Any:
         raise InputError(f"{self.where} has no {key!r}; the golden set is incomplete or made by another version of its generator")
+
+
+def read_wav_int16(path: Path) -> np.ndarray:
+    """A 16-bit mono WAV as float32 in [-1, 1) (samples / 32768), as the reference reads it."""
+    try:
+        with wave.open(str(path)) as handle:
+            if handle.getsampwidth() != 2 or handle.getnchannels() != 1:
+                raise InputError(f"{path} must be 16-bit mono PCM WAV")
+            pcm = np.frombuffer(handle.readframes(handle.getnframes()), dtype=np.int16)
+    except (wave.Error, EOFError) as exc:
+        raise InputError(f"cannot read {path}: {exc}; expected a 16-bit mono WAV") from exc
+    return pcm.astype(np.float32) / 32768

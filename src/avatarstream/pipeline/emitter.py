@@ -14,10 +14,10 @@ import dataclasses
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from avatarstream.pipeline.chunks import Chunk
 from avatarstream.pipeline.finals import Done, FinalStages
+from avatarstream.pipeline.loop_view import PipelineView
 from avatarstream.pipeline.observer import ChunkDone, RunObserver
 from avatarstream.pipeline.resume import Resumable, StageParts, nbytes_of, stage_parts, to_host
 from avatarstream.pipeline.scheduler import Scheduler
@@ -25,14 +25,11 @@ from avatarstream.pipeline.stage_runner import StageRunner
 from avatarstream.publish.media import MediaChunk
 from avatarstream.sources.audio_timeline import AudioTimeline
 
-if TYPE_CHECKING:
-    from avatarstream.pipeline.pipeline import Pipeline
-
 
 class Emitter:
     """Publishes a run's frames and reports its chunk boundaries."""
 
-    def __init__(self, pipeline: Pipeline, runner: StageRunner, timeline: AudioTimeline, scheduler: Scheduler, final: FinalStages) -> None:
+    def __init__(self, pipeline: PipelineView, runner: StageRunner, timeline: AudioTimeline, scheduler: Scheduler, final: FinalStages) -> None:
         self.p, self.timeline, self.scheduler, self.final = pipeline, timeline, scheduler, final
         self.session, self.observers, self.now = runner.session, runner.observers, runner.now
         self.savers = [obs for obs in self.observers if obs.wants_resumable]

@@ -14,7 +14,7 @@ import concurrent.futures
 import functools
 from collections.abc import Iterator
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -22,13 +22,11 @@ from avatarstream.pipeline.audio_window import AudioWindow
 from avatarstream.pipeline.chunks import Chunk, Piece
 from avatarstream.pipeline.finals import Done, Finals, FinalStages, Finish
 from avatarstream.pipeline.graph import with_next
+from avatarstream.pipeline.loop_view import PipelineView
 from avatarstream.pipeline.scheduler import Scheduler
 from avatarstream.pipeline.stage_runner import StageRunner
 from avatarstream.runtime.overlap import StreamWorker
 from avatarstream.sources.audio_timeline import AudioTimeline
-
-if TYPE_CHECKING:
-    from avatarstream.pipeline.pipeline import Pipeline
 
 #: A chunk whose independent stages run ahead on the side thread, with their result to come.
 Prepared = tuple[Chunk, Future[tuple[dict[str, Any], Any]]]
@@ -38,7 +36,14 @@ class ChunkExecutor:
     """Runs the chunk stages of each scheduled chunk and submits the stretches it makes final."""
 
     def __init__(
-        self, pipeline: Pipeline, runner: StageRunner, scheduler: Scheduler, timeline: AudioTimeline, window: AudioWindow, finals: Finals, final: FinalStages
+        self,
+        pipeline: PipelineView,
+        runner: StageRunner,
+        scheduler: Scheduler,
+        timeline: AudioTimeline,
+        window: AudioWindow,
+        finals: Finals,
+        final: FinalStages,
     ) -> None:
         self.p, self.runner, self.scheduler = pipeline, runner, scheduler
         self.timeline, self.window = timeline, window

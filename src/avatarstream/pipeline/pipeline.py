@@ -38,6 +38,7 @@ from avatarstream.pipeline.stage import PHASES, Phase, Stage
 from avatarstream.publish.media import MediaChunk
 from avatarstream.runtime.compiled import DEFAULT_BACKEND
 from avatarstream.runtime.parallel.guard import LeadGate, follower_gate, stops_every_rank
+from avatarstream.runtime.parallel.strategy import apply_declared
 from avatarstream.runtime.residency import Runtime
 from avatarstream.sources.pcm import PcmBlock
 
@@ -61,6 +62,7 @@ class Pipeline:
         video_frames: Callable[[float], int] | None = None,
         frame_size: tuple[int, int] | None = None,
         settings: Mapping[str, object] | None = None,
+        parallel: Mapping[str, Sequence[object]] | None = None,
     ) -> None:
         if model_sample_rate % fps:
             raise PipelineGraphError(f"model sample rate {model_sample_rate} is not a whole number of samples per frame at {fps} fps")
@@ -73,6 +75,7 @@ class Pipeline:
         self.fps = fps
         self.frame_size = frame_size  # (width, height) of the video, where the builder said (a family's spec does)
         self.settings = dict(settings or {})  # every generation setting the builder resolved, for reports
+        self.parallel_parts = dict(parallel or {})  # what the builder declared each parallel strategy may split
         self.model_sample_rate = model_sample_rate
         self.output_sample_rate = output_sample_rate
         self.output_channels = output_channels
@@ -99,9 +102,10 @@ class Pipeline:
         """The pipeline a family's spec describes, on ``runtime`` (whose parallel groups the spec's layout check is held against)."""
         if spec.check_layout is not None:
             spec.check_layout(runtime.parallel.layout)
+        apply_declared(runtime.parallel, spec.parallel)  # before the runtime places the weights: a sequence split hooks the network first
         return cls(
             spec.stages, spec.plan, runtime, fps=spec.fps, model_sample_rate=spec.model_sample_rate, overlap=overlap, read_ahead=read_ahead,
-            frames=spec.frames, video_frames=spec.video_frames, frame_size=spec.frame_size, settings=spec.settings,
+            frames=spec.frames, video_frames=spec.video_frames, frame_size=spec.frame_size, settings=spec.settings, parallel=spec.parallel,
         )  # fmt: skip
 
     @property

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from avatarstream.errors import InputError
 from avatarstream.pipeline.audio_window import AudioWindow
@@ -21,6 +21,7 @@ from avatarstream.pipeline.emitter import Emitter
 from avatarstream.pipeline.executor import ChunkExecutor
 from avatarstream.pipeline.finals import Finals, FinalStages, InlineFinals, NoFinals, QueuedFinals
 from avatarstream.pipeline.graph import with_next
+from avatarstream.pipeline.loop_view import PipelineView
 from avatarstream.pipeline.observer import RunObserver
 from avatarstream.pipeline.resume import Resumable, to_device
 from avatarstream.pipeline.scheduler import ChunkGate, Scheduler
@@ -34,9 +35,6 @@ from avatarstream.runtime.parallel.stage_pipe import receive_stretches, send_dec
 from avatarstream.sources.audio_timeline import AudioTimeline
 from avatarstream.sources.pcm import PcmBlock
 
-if TYPE_CHECKING:
-    from avatarstream.pipeline.pipeline import Pipeline
-
 
 def _total_video_of(run: weakref.ref[Run]) -> Callable[[], int | None]:
     """The run's video length once its audio has ended, read without a reference cycle: an ended run (its latents, caches and
@@ -47,7 +45,7 @@ def _total_video_of(run: weakref.ref[Run]) -> Callable[[], int | None]:
 class Run:
     """One request through the pipeline: owns the session state and the audio timeline."""
 
-    def __init__(self, pipeline: Pipeline, audio: Iterator[PcmBlock], seed: int, observers: Sequence[RunObserver], gate: ChunkGate | None = None) -> None:
+    def __init__(self, pipeline: PipelineView, audio: Iterator[PcmBlock], seed: int, observers: Sequence[RunObserver], gate: ChunkGate | None = None) -> None:
         self.p = pipeline
         pipeline.runtime.ops.fit_threads()  # CPU: every core on a quiet machine, one beside another busy program
         self.gate = gate  # opens each chunk for the others (rank 0) or waits for it (followers)

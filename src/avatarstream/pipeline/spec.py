@@ -1,8 +1,8 @@
 """What a family's ``build`` returns: a description of its pipeline, which the framework assembles (``pipeline.assemble``).
 
 A family says what its pipeline is (stages, chunk plan, frame layout, rates,
-output size, the settings it resolved) and which parallel layouts it cannot
-take; it never builds the runtime or the pipeline itself, so where weights
+output size, the settings it resolved), what each parallel strategy may split
+and which layouts it cannot take; it never builds the runtime or the pipeline itself, so where weights
 live and how processes split the work stay the framework's, and a family
 holds no state that depends on the last build.
 """
@@ -34,3 +34,6 @@ class PipelineSpec:
     video_frames: Callable[[float], int] | None = None
     #: raises an ``InputError`` naming what to change when this pipeline cannot run under a ``--parallel`` layout
     check_layout: Callable[[ParallelLayout], None] | None = None
+    #: what each parallel strategy may split, by its ``--parallel`` word: {"sp": [SplitsSequence(...)], "cfg":
+    #: [GuidedPredictions(...)], "steps": [SplitsSteps()], or an installed strategy's word: [its own parts]}
+    parallel: Mapping[str, Sequence[object]] = field(default_factory=dict)

@@ -45,9 +45,9 @@ def synthetic_chunk(first: int, frames: int, settings: EncoderSettings) -> Media
     return MediaChunk(first, images, np.repeat(tone[None], settings.audio_channels, axis=0))
 
 
-def encode_throughput(encoder: str, settings: EncoderSettings, frames: int = 100, chunk_frames: int = 25) -> Throughput:
+def encode_throughput(encoder: str, settings: EncoderSettings, frames: int = 100, per_chunk: int = 25) -> Throughput:
     """Encode ``frames`` frames with the named backend; the timer covers encoding only, not frame synthesis."""
-    chunks = [synthetic_chunk(first, min(chunk_frames, frames - first), settings) for first in range(0, frames, chunk_frames)]
+    chunks = [synthetic_chunk(first, min(per_chunk, frames - first), settings) for first in range(0, frames, per_chunk)]
     with create_encoder(encoder, settings) as backend:
         start = time.perf_counter()
         packets = sum(len(backend.encode(chunk)) for chunk in chunks) + len(backend.flush())

@@ -7,50 +7,26 @@ stages call ``network`` only between the runtime's acquire and release.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from avatarstream.errors import InputError, PipelineGraphError
-from avatarstream.runtime.parallel.steps import AllSteps, StepSplit, all_steps
 
 N = TypeVar("N", bound=torch.nn.Module)
 
-#: (conditions of a step, predict(conditions) -> one tensor each) -> every condition's tensor, in order.
-Predictions = Callable[[Sequence[Any], Callable[[tuple[Any, ...]], list[torch.Tensor]]], list[torch.Tensor]]
-#: Splits a network's forward over a sequence-parallel process group (installs hooks, swaps attention).
-SequenceParallel = Callable[[torch.nn.Module, Any], None]
-
-
-def all_here(conditions: Sequence[Any], predict: Callable[[tuple[Any, ...]], list[torch.Tensor]]) -> list[torch.Tensor]:
-    """Every prediction of a step in this process (no guidance group)."""
-    return predict(tuple(conditions))
-
 
 class Module:
-    """A named ``torch.nn.Module`` with its weights and size.
-
-    A family may say how the network splits across processes: ``sequence_parallel``
-    (its tokens, over a sequence-parallel group), ``guided`` (its stage makes
-    several predictions per step, which a guidance group can share) and
-    ``step_split`` (its stage runs each denoising step against state of that
-    step alone, so ranks can run one step each). The runtime applies them; a
-    stage asks ``predictions`` for a step's predictions and runs a block's steps
-    through ``steps``.
-    """
+    """A named ``torch.nn.Module`` with its weights and size. How its work splits across processes is not its business:
+    a family declares that in its pipeline's spec (``runtime/parallel/strategy.py``)."""
 
     def __init__(self, name: str, network: torch.nn.Module) -> None:
         self.name = name
         self.network = network.eval().requires_grad_(False)
-        self.sequence_parallel: SequenceParallel | None = None
-        self.guided = False
-        self.step_split = False
-        self.predictions: Predictions = all_here
-        self.steps: AllSteps | StepSplit = all_steps
 
     @classmethod
     def build(cls, name: str, factory: Callable[[], torch.nn.Module], weights: Path | None = None, seed: int = 0) -> Module:
@@ -62,17 +38,6 @@ class Module:
         if weights is not None:
             module.load_weights(weights)
         return module
-
-    def split_as(self, sequence_parallel: SequenceParallel, *, guided: bool = False) -> Module:
-        """Say how the network splits across processes (the family calls it; the runtime applies it); returns the module."""
-        self.sequence_parallel = sequence_parallel
-        self.guided = guided
-        return self
-
-    def split_by_steps(self) -> Module:
-        """Say the stage's denoising steps can run on different ranks (``--parallel steps=N``); returns the module."""
-        self.step_split = True
-        return self
 
     def network_as(self, kind: type[N]) -> N:
         """The network as the class a model-specific caller (a stage, a trainer) drives; a module holding another class is a wiring error."""

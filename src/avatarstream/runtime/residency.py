@@ -29,11 +29,9 @@ import torch
 from avatarstream.errors import InputError
 from avatarstream.runtime.compiled import DEFAULT_BACKEND, compile_blocks, compile_seconds
 from avatarstream.runtime.device_ops import device_ops
-from avatarstream.runtime.module import Module, all_here
+from avatarstream.runtime.module import Module
 from avatarstream.runtime.parallel import groups as parallel_groups
 from avatarstream.runtime.parallel.groups import ParallelGroups
-from avatarstream.runtime.parallel.guidance import GuidanceSplit
-from avatarstream.runtime.parallel.steps import StepSplit, all_steps
 from avatarstream.runtime.policies import DEFAULT_KEY, PolicySpec
 from avatarstream.runtime.policy import Residency
 from avatarstream.runtime.sharding import is_sharded
@@ -42,7 +40,6 @@ from avatarstream.runtime.switches import switch_timer
 
 _owners: weakref.WeakKeyDictionary[torch.nn.Module, Runtime] = weakref.WeakKeyDictionary()  # network -> its runtime
 _owners_lock = threading.Lock()
-_split_networks: weakref.WeakKeyDictionary[torch.nn.Module, Any] = weakref.WeakKeyDictionary()  # network -> the sp group its split hooks use for good
 
 
 class _Lane(threading.local):
@@ -99,30 +96,8 @@ class Runtime:
         unknown = sorted(set(self._specs) - names)
         if unknown:
             raise InputError(f"residency config names {unknown}, which this model does not have; its modules are: {', '.join(sorted(names))}")
-        self._split(modules)
         for module in modules:
             self.residency(module)
-
-    def _split(self, modules: list[Module]) -> None:
-        """Apply the parallel layout: split the sequence-parallel networks, share the guided modules' predictions, spread the steps."""
-        groups, layout = self.parallel, self.parallel.layout
-        if layout.sp > 1 and not any(m.sequence_parallel for m in modules):
-            raise InputError(f"--parallel sp={layout.sp}: this model has no network that splits its sequence; use sp=1")
-        if layout.cfg > 1 and not any(m.guided for m in modules):
-            raise InputError(f"--parallel cfg={layout.cfg}: this model makes one prediction per step (no guidance), so there is nothing to split; use sp")
-        if layout.steps > 1 and not any(m.step_split for m in modules):
-            raise InputError(
-                f"--parallel steps={layout.steps}: this model's denoising steps share their state, so they cannot run on ranks of their own; use sp or cfg"
-            )
-        for module in modules:
-            module.steps = StepSplit(groups.step_group) if groups.step_group is not None and module.step_split else all_steps
-            split_for = _split_networks.get(module.network)
-            if split_for is not None and split_for is not groups.sp_group:
-                raise InputError(f"module {module.name!r} was split for another parallel layout and a split cannot be undone; load the model again")
-            if groups.sp_group is not None and module.sequence_parallel is not None and split_for is None:
-                module.sequence_parallel(module.network, groups.sp_group)
-                _split_networks[module.network] = groups.sp_group
-            module.predictions = GuidanceSplit(groups.cfg_group) if groups.cfg_group is not None and module.guided else all_here
 
     def residency(self, module: Module) -> Residency:
         """The module's policy instance (created on first sight, taking the module over from any earlier runtime)."""

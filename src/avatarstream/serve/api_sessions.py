@@ -14,7 +14,8 @@ from pydantic import BaseModel, ValidationError
 from starlette.datastructures import UploadFile as StarletteUpload
 
 from avatarstream.errors import InputError
-from avatarstream.input_warnings import Warnings, audio_rate_warning, model_warnings
+from avatarstream.families.base import model_warnings
+from avatarstream.input_warnings import Warnings, audio_rate_warning
 from avatarstream.serve.audio_input import ClipSegment
 from avatarstream.serve.context import Blocking, Server, ServerContext, authorized, form_body
 from avatarstream.serve.model_options import FIELD_HELP as MODEL_OPTIONS_HELP

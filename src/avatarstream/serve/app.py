@@ -33,9 +33,8 @@ from starlette.middleware.base import RequestResponseEndpoint
 
 from avatarstream.errors import AvatarStreamError, InputError
 from avatarstream.families.assemble import build_pipeline
-from avatarstream.families.base import Family
+from avatarstream.families.base import Family, model_warnings
 from avatarstream.families.registry import load_family
-from avatarstream.input_warnings import model_warnings
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.runtime.devices import resolve_device

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
-from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
-from avatarstream.components.wan.decode import WanDecodeStage
+from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE
+from avatarstream.components.wan.frames import FRAMES
 from avatarstream.components.wan.layout import random_mark
 from avatarstream.errors import InputError
 from avatarstream.families.base import OptionsLike
@@ -34,12 +34,12 @@ from avatarstream.families.options import FamilyOptions
 from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE
 from avatarstream.models.infinitetalk.config import AUDIO_WINDOW
 from avatarstream.models.infinitetalk.sampler import Guidance, timesteps
-from avatarstream.pipeline.chunks import FrameLayout
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.pipeline.spec import PipelineSpec
 from avatarstream.runtime.module import Module
-from avatarstream.runtime.parallel.guidance import check_guidance_split
+from avatarstream.runtime.parallel.guidance import GuidedPredictions
 from avatarstream.runtime.parallel.layout import ParallelLayout
+from avatarstream.runtime.parallel.ulysses import SplitsSequence
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image, open_reference_image
 from avatarstream.stages.infinitetalk.context import WanAudioContextStage
@@ -47,12 +47,12 @@ from avatarstream.stages.infinitetalk.decode import WanWindowDecodeStage
 from avatarstream.stages.infinitetalk.generate import WanAudioToVideoStage, WanChunkAudioToVideoStage
 from avatarstream.stages.infinitetalk.reference import WanPromptStage, WanReferenceStage
 from avatarstream.stages.infinitetalk.whole_audio import WanWholeAudioContextStage
+from avatarstream.stages.wan_decode import WanDecodeStage
 
 if TYPE_CHECKING:
     from avatarstream.parity.checks import Check
     from avatarstream.parity.fixture import GoldenSet
 
-FRAMES = FrameLayout(stride=VAE_TEMPORAL_STRIDE, first=1)
 DEFAULT_PRESET = "infinitetalk"
 RANDOM_WARNING = (
     "these InfiniteTalk weights are random ({how}): the video is noise, at the speed of the real thing; they are for tests. "
@@ -83,16 +83,16 @@ class InfiniteTalkFamily:
         return run_cases(gs, on_case)
 
     @staticmethod
-    def render_golden_video(gs: GoldenSet, frames: Path) -> None:
-        from avatarstream.families.infinitetalk.parity import render_golden_video
+    def golden_render_arguments(gs: GoldenSet) -> dict[str, Any]:
+        from avatarstream.families.infinitetalk.parity import render_arguments
 
-        render_golden_video(gs, frames)
+        return render_arguments(gs)
 
     def raw_frames(self, reference_image: np.ndarray, samples: np.ndarray, *, options: OptionsLike = None, seed: int = 0) -> Iterator[np.ndarray]:
         """The overhead benchmark's baseline: the frames ``options`` make, from the networks called in a plain loop."""
         from avatarstream.families.infinitetalk.raw_loop import raw_frames  # benchmark code loads only for `avatarstream bench`
 
-        return raw_frames(self, self.resolve_options(InfiniteTalkOptions.parse(options)), reference_image, samples, seed=seed)
+        return raw_frames(self.networks, self.resolve_options(InfiniteTalkOptions.parse(options)), self.fps, reference_image, samples, seed=seed)
 
     def audio_window_errors(self, pipeline: Pipeline, samples: np.ndarray, spans: Sequence[tuple[float, int]]) -> dict[tuple[float, int], dict[str, float]]:
         """The audio-window benchmark: per (window seconds, look-ahead frames), how far ``pipeline``'s rolling-window audio
@@ -117,7 +117,7 @@ class InfiniteTalkFamily:
         """The family around loaded (or benchmark-built) networks, each a runtime Module; ``warnings``: about the weights."""
         assert networks.text_encoder is not None and networks.image_encoder is not None
         modules = {
-            "dit": Module("dit", networks.dit).split_as(split_dit, guided=True),  # what --parallel sp=S and cfg=C split
+            "dit": Module("dit", networks.dit),
             "vae": Module("vae", networks.vae),
             "audio_encoder": Module("audio_encoder", networks.audio_encoder),
             "text_encoder": Module("text_encoder", networks.text_encoder.network),
@@ -156,6 +156,7 @@ class InfiniteTalkFamily:
             raise InputError(f"invalid sampler setting: {exc}") from exc
         width, height = settings.size
         guidance = Guidance(settings.text_guidance, settings.audio_guidance)
+        guided = GuidedPredictions(len(guidance.predictions))  # what --parallel cfg=C shares out
         m, n = self.modules, self.networks
         assert n.text_encoder is not None and n.image_encoder is not None  # from_networks requires both
         window_video = FRAMES.window_video_range(0, own + motion)
@@ -167,7 +168,7 @@ class InfiniteTalkFamily:
                 WanReferenceStage(m["vae"], m["image_encoder"], n.image_encoder, window_frames),
                 WanPromptStage(m["text_encoder"], n.text_encoder, options.negative_prompt if options.negative_prompt is not None else NEGATIVE_PROMPT),
                 WanWholeAudioContextStage(m["audio_encoder"], FRAMES, settings.steps),
-                WanChunkAudioToVideoStage(m["dit"], m["vae"], FRAMES, schedule, guidance, motion_frames=settings.motion_frames, strength=strength),
+                WanChunkAudioToVideoStage(m["dit"], m["vae"], FRAMES, schedule, guidance, guided, motion_frames=settings.motion_frames, strength=strength),
                 WanWindowDecodeStage(m["vae"], FRAMES, strength),
             ]
             frame_count = lambda duration_s: int(duration_s * self.fps)
@@ -179,7 +180,7 @@ class InfiniteTalkFamily:
                 WanAudioContextStage(
                     m["audio_encoder"], FRAMES, latent_shape, fps=self.fps, window_s=settings.audio_window_s, lookahead_frames=settings.audio_lookahead
                 ),
-                WanAudioToVideoStage(m["dit"], m["vae"], FRAMES, schedule, guidance, reencode=settings.motion == "reencode"),
+                WanAudioToVideoStage(m["dit"], m["vae"], FRAMES, schedule, guidance, guided, reencode=settings.motion == "reencode"),
                 WanDecodeStage(m["vae"], strength),
             ]
             frame_count = None
@@ -187,11 +188,11 @@ class InfiniteTalkFamily:
         reference = settings.fidelity == "reference"
 
         def check_layout(layout: ParallelLayout) -> None:
-            check_guidance_split(len(guidance.predictions), layout.cfg)
             if reference and layout.decode_rank is not None:
                 raise InputError("--fidelity reference decodes each chunk window whole on the generating ranks; drop the decode rank from --parallel")
 
-        return PipelineSpec(stages, plan, self.fps, SAMPLE_RATE, settings.size, dataclasses.asdict(settings), FRAMES, frame_count, check_layout)
+        parallel: dict[str, list[object]] = {"sp": [SplitsSequence("dit", m["dit"].network, split_dit)], "cfg": [guided]}
+        return PipelineSpec(stages, plan, self.fps, SAMPLE_RATE, settings.size, dataclasses.asdict(settings), FRAMES, frame_count, check_layout, parallel)
 
     def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
         """The reference image resized and centre-cropped to the output size.

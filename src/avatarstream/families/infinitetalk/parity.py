@@ -12,7 +12,7 @@ import torch
 from avatarstream.errors import InputError
 from avatarstream.families.infinitetalk.layout import resolve
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
-from avatarstream.parity.cases import CASES
+from avatarstream.families.infinitetalk.parity_cases import CASES
 from avatarstream.parity.checks import Check
 from avatarstream.parity.fixture import GoldenSet, run_each
 
@@ -74,11 +74,3 @@ def render_arguments(gs: GoldenSet) -> dict[str, Any]:
         "model": "infinitetalk", "weights": weights, "model_options": options, "seed": int(_setting(settings, "seed", path)),
         "device": "cpu",  # the reference drew its noise from the CPU generator
     }  # fmt: skip
-
-
-def render_golden_video(gs: GoldenSet, frames: Path) -> None:
-    """Render the set's run through ``avatarstream.render`` (what ``avatarstream render`` calls), its frames as PNGs in ``frames``."""
-    from avatarstream.api import render
-    from avatarstream.publish.outputs import Outputs
-
-    render(out=Outputs(frames=frames), **render_arguments(gs))

@@ -13,8 +13,9 @@ import numpy as np
 import torch
 
 from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE
+from avatarstream.components.wan.frames import FRAMES
 from avatarstream.components.wan.vae import DecoderCache, decode, encode
-from avatarstream.families.infinitetalk.family import FRAMES, InfiniteTalkFamily
+from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.families.infinitetalk.presets import NEGATIVE_PROMPT, Preset, check_geometry
 from avatarstream.models.infinitetalk.audio_features import audio_windows, loudness_normalize, wav2vec2_features
 from avatarstream.models.infinitetalk.config import AUDIO_WINDOW
@@ -26,15 +27,14 @@ from avatarstream.stages.seeding import seeded_noise
 
 
 @torch.inference_mode()
-def raw_frames(family: InfiniteTalkFamily, s: Preset, reference_image: np.ndarray, samples: np.ndarray, *, seed: int = 0) -> Iterator[np.ndarray]:
-    """The frames of settings ``s`` from ``family``'s networks called in a plain loop (N-chunks only)."""
-    n = family.networks
+def raw_frames(n: InfiniteTalkNetworks, s: Preset, fps: int, reference_image: np.ndarray, samples: np.ndarray, *, seed: int = 0) -> Iterator[np.ndarray]:
+    """The frames of settings ``s`` at ``fps`` from networks ``n`` called in a plain loop (N-chunks only)."""
     assert s.interp_frames == 0, "the baseline loop runs N-chunks only"
     assert n.text_encoder is not None and n.image_encoder is not None
     own, motion, _ = check_geometry(s.chunk_frames, s.motion_frames, 0)
-    spf, total = 16000 // family.fps, round(len(samples) / 16000 * family.fps)
+    spf, total = 16000 // fps, round(len(samples) / 16000 * fps)
     schedule, guidance = timesteps(s.steps, s.shift), Guidance(s.text_guidance, s.audio_guidance)
-    window_frames = round(s.audio_window_s * family.fps)
+    window_frames = round(s.audio_window_s * fps)
 
     pixels = image_to_video_tensor(reference_image, torch.device("cpu"))
     first_latent = encode(n.vae, pixels)

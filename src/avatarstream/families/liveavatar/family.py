@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE, VAE_TEMPORAL_STRIDE
+from avatarstream.components.wan.frames import FRAMES
 from avatarstream.components.wan.layout import random_mark
 from avatarstream.errors import InputError
 from avatarstream.families.block_plan import BlockPlan
@@ -32,9 +33,10 @@ from avatarstream.families.options import FamilyOptions
 from avatarstream.models.liveavatar.audio_features import FPS, SAMPLE_RATE
 from avatarstream.models.liveavatar.config import BLOCK_FRAMES, StreamGeometry
 from avatarstream.models.liveavatar.sampler import Schedule
-from avatarstream.pipeline.chunks import FrameLayout
 from avatarstream.pipeline.spec import PipelineSpec
 from avatarstream.runtime.module import Module
+from avatarstream.runtime.parallel.steps import SplitsSteps
+from avatarstream.runtime.parallel.ulysses import SplitsSequence
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image
 from avatarstream.stages.liveavatar.context import LiveAvatarAudioStage
@@ -46,8 +48,6 @@ if TYPE_CHECKING:
     from avatarstream.parity.checks import Check
     from avatarstream.parity.fixture import GoldenSet
 
-#: Latent frames to video frames: 4 each, but the very first gives 1 (the decoder drops 3 frames of the first block).
-FRAMES = FrameLayout(stride=VAE_TEMPORAL_STRIDE, first=1)
 DEFAULT_PRESET = "liveavatar"
 RANDOM_WARNING = (
     "these LiveAvatar weights are random ({how}): the video is noise, at the speed of the real thing; they are for tests. "
@@ -93,8 +93,7 @@ class LiveAvatarFamily:
         """The family around loaded (or benchmark-built) networks, each a runtime Module."""
         assert networks.text_encoder is not None
         modules = {
-            # each step has its own KV cache (--parallel steps=N); its tokens split over sp ranks (--parallel sp=S)
-            "dit": Module("dit", networks.dit).split_by_steps().split_as(split_dit),
+            "dit": Module("dit", networks.dit),
             "vae": Module("vae", networks.vae),
             "audio_encoder": Module("audio_encoder", networks.audio_encoder.network),
             "text_encoder": Module("text_encoder", networks.text_encoder.network),
@@ -118,6 +117,7 @@ class LiveAvatarFamily:
         geometry = self.geometry(settings)
         m, n = self.modules, self.networks
         assert n.text_encoder is not None
+        steps = SplitsSteps()  # each step has its own KV cache: --parallel steps=N runs one per rank
         latent_shape = (n.vae.config["z_dim"], geometry.lat_height, geometry.lat_width)
         stages = [
             LiveAvatarReferenceStage(m["vae"]),
@@ -133,6 +133,7 @@ class LiveAvatarFamily:
             ),
             LiveAvatarBlockStage(
                 m["dit"],
+                steps,
                 Schedule.make(settings.steps, settings.shift),
                 geometry,
                 start_position=options.start_position or 0,
@@ -140,7 +141,8 @@ class LiveAvatarFamily:
             ),
             LiveAvatarDecodeStage(m["vae"]),
         ]
-        return PipelineSpec(stages, BlockPlan(BLOCK_FRAMES), self.fps, SAMPLE_RATE, settings.size, dataclasses.asdict(settings), FRAMES)
+        parallel: dict[str, list[object]] = {"steps": [steps], "sp": [SplitsSequence("dit", m["dit"].network, split_dit)]}  # its tokens split over sp ranks too
+        return PipelineSpec(stages, BlockPlan(BLOCK_FRAMES), self.fps, SAMPLE_RATE, settings.size, dataclasses.asdict(settings), FRAMES, parallel=parallel)
 
     def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
         """The reference image resized and centre-cropped to the output size."""

@@ -28,9 +28,8 @@ from avatarstream.models.liveavatar.dit import S2VDiT
 from avatarstream.models.liveavatar.lora import lora_pairs, merged_weight
 from avatarstream.models.liveavatar.rope import motion_positions, reference_positions
 from avatarstream.models.liveavatar.sampler import Schedule, denoise_block, euler_step
-from avatarstream.parity.cases import read_wav_int16
 from avatarstream.parity.checks import Check
-from avatarstream.parity.fixture import GoldenSet, run_each
+from avatarstream.parity.fixture import GoldenSet, read_wav_int16, run_each
 from avatarstream.weights.files import read_safetensors
 
 Case = Callable[[GoldenSet, LiveAvatarNetworks], list[Check]]

@@ -14,10 +14,16 @@ from diffusers import FlowMatchEulerDiscreteScheduler
 
 from avatarstream.models.liveavatar.caches import SinkCache, StepCache
 from avatarstream.models.liveavatar.dit import S2VDiT
-from avatarstream.runtime.parallel.steps import all_steps
 
-#: Runs a block's steps: (input, steps, step) -> output; ``all_steps`` or a rank's share (``StepSplit``).
+#: Runs a block's steps: (input, steps, step) -> output; every step in turn (``every_step``), or a rank's share of them.
 StepRunner = Callable[[torch.Tensor, int, Callable[[int, torch.Tensor], torch.Tensor]], torch.Tensor]
+
+
+def every_step(x: torch.Tensor, steps: int, step: Callable[[int, torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """All of a block's steps, here, in order."""
+    for i in range(steps):
+        x = step(i, x)
+    return x
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,7 @@ def denoise_block(
     first_frame: int,
     sink_offsets: Sequence[int],
     on_step: StepHook | None = None,
-    run_steps: StepRunner = all_steps,
+    run_steps: StepRunner = every_step,
 ) -> torch.Tensor:
     """One block from ``noise`` [B, C, F, h, w] to clean latents; step i uses ``caches[i]`` and ``sink_offsets[i]``.
 

@@ -10,7 +10,7 @@ gets the one-process layout, in which every split is a no-op.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import torch.distributed as dist
@@ -26,13 +26,26 @@ class ParallelGroups:
     layout: ParallelLayout
     rank: int = 0
     world: int = 1
-    sp_group: dist.ProcessGroup | None = None  # this rank's sequence-parallel group (sp > 1, generating ranks)
-    cfg_group: dist.ProcessGroup | None = None  # this rank's guidance group: the ranks at the same sp position (cfg > 1)
+    axes: dict[str, dist.ProcessGroup] = field(default_factory=dict)  # strategy word -> this rank's group along its axis (size > 1)
     shard_group: dist.ProcessGroup | None = None  # what FSDP2 shards over: the sp group, or every rank without a layout
-    step_group: dist.ProcessGroup | None = None  # steps=N: one rank per step (at this sp position), handing each block on
     to_decoder: dist.ProcessGroup | None = None  # the rank holding the final latents (the lead, or the last step's) -> decode rank
     from_decoder: dist.ProcessGroup | None = None  # finishing rank -> lead: frames (its own group: sends and receives run on two threads)
     control: ControlChannel | None = None
+
+    @property
+    def sp_group(self) -> dist.ProcessGroup | None:
+        """This rank's sequence-parallel group (sp > 1, generating ranks)."""
+        return self.axes.get("sp")
+
+    @property
+    def cfg_group(self) -> dist.ProcessGroup | None:
+        """This rank's guidance group: the ranks at the same sp position (cfg > 1)."""
+        return self.axes.get("cfg")
+
+    @property
+    def step_group(self) -> dist.ProcessGroup | None:
+        """steps=N: one rank per step (at this sp position), handing each block on."""
+        return self.axes.get("steps")
 
     @property
     def distributed(self) -> bool:
@@ -60,54 +73,44 @@ def current() -> ParallelGroups:
 def join(layout: ParallelLayout, control: ControlChannel) -> ParallelGroups:
     """Make this process's groups for ``layout`` (the default group must be up) and make them ``current()``."""
     global _current
-    rank, world = dist.get_rank(), dist.get_world_size()
-    sp, cfg = layout.sp, layout.cfg
-    groups = ParallelGroups(layout, rank, world, control=control)
-    generating = range(layout.generating_ranks)
-    if layout.steps > 1:
-        _join_steps(groups, layout)
-    elif layout.splits:
-        for c in range(cfg):  # sp groups: one per guidance index
-            ranks = [c * sp + s for s in range(sp)]
-            group = dist.new_group(ranks)
-            if rank in ranks:
-                groups.sp_group = group if sp > 1 else None
-                groups.shard_group = group
-        for s in range(sp):  # cfg groups: one per sp position
-            group = dist.new_group([c * sp + s for c in range(cfg)])
-            if rank in generating and rank % sp == s and cfg > 1:
-                groups.cfg_group = group
-        if layout.decode_rank is not None:
-            pair = [0, layout.decode_rank]
-            groups.to_decoder, groups.from_decoder = dist.new_group(pair), dist.new_group(pair)
-            if rank == layout.decode_rank:
-                groups.shard_group = dist.new_group([rank], use_local_synchronization=True)
+    groups = ParallelGroups(layout, dist.get_rank(), dist.get_world_size(), control=control)
+    if layout.splits:
+        _join_axes(groups, layout)
+        _join_roles(groups, layout)
+        if layout.steps > 1 or groups.role == "decode":  # each such rank holds its whole model: sharded over itself alone
+            groups.shard_group = dist.new_group([groups.rank], use_local_synchronization=True)
     else:
         groups.shard_group = dist.group.WORLD
     _current = groups
     return groups
 
 
-def _join_steps(groups: ParallelGroups, layout: ParallelLayout) -> None:
-    """``steps=N[,sp=S]``: an sp group per step and a step group per sp position (rank ``step * sp + s``: each sp rank of a
-    step hands the block, which every rank of the step holds whole, to the same sp rank of the next step); frames come
-    to the lead from the finishing rank, final latents go from the last step's first rank to a decode rank. Each rank
-    holds its whole DiT (a sharded one is sharded over this rank alone)."""
-    sp = layout.sp
-    for s in range(sp):
-        ranks = [step * sp + s for step in range(layout.steps)]
-        group = dist.new_group(ranks)
-        if groups.rank in ranks:
-            groups.step_group = group
-    for step in range(layout.steps if sp > 1 else 0):
-        ranks = [step * sp + s for s in range(sp)]
-        group = dist.new_group(ranks)
-        if groups.rank in ranks:
-            groups.sp_group = group
-    groups.from_decoder = dist.new_group([0, layout.finishing_rank])
-    if layout.decode:
-        groups.to_decoder = dist.new_group([layout.last_step_rank, layout.finishing_rank])
-    groups.shard_group = dist.new_group([groups.rank], use_local_synchronization=True)
+def _join_axes(groups: ParallelGroups, layout: ParallelLayout) -> None:
+    """A group along each axis of the rank grid for every position on the other axes (every rank makes every group, in one
+    order). The sp axis has its groups even at size 1 when the steps are not split: FSDP2 shards within them."""
+    stride = 1
+    for key, size in layout.axes:
+        if size > 1 or (key == "sp" and layout.steps == 1):
+            for base in (r for r in range(layout.generating_ranks) if (r // stride) % size == 0):
+                ranks = [base + i * stride for i in range(size)]
+                group = dist.new_group(ranks)
+                if groups.rank in ranks:
+                    if size > 1:
+                        groups.axes[key] = group
+                    if key == "sp":
+                        groups.shard_group = group
+        stride *= size
+
+
+def _join_roles(groups: ParallelGroups, layout: ParallelLayout) -> None:
+    """The point-to-point groups of the roles: final latents to the decode rank, frames back to the lead."""
+    if layout.steps > 1:
+        groups.from_decoder = dist.new_group([0, layout.finishing_rank])
+        if layout.decode:
+            groups.to_decoder = dist.new_group([layout.last_step_rank, layout.finishing_rank])
+    elif layout.decode_rank is not None:
+        pair = [0, layout.decode_rank]
+        groups.to_decoder, groups.from_decoder = dist.new_group(pair), dist.new_group(pair)
 
 
 def leave() -> None:

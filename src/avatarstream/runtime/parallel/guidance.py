@@ -9,19 +9,23 @@ them the same way and stays in step.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 import torch.distributed as dist
 from torch import Tensor
 
 from avatarstream.errors import InputError
+from avatarstream.runtime.parallel.strategy import Strategy
+
+if TYPE_CHECKING:
+    from avatarstream.runtime.parallel.groups import ParallelGroups
 
 C = TypeVar("C")
 
 
 class GuidanceSplit:
-    """Spreads the predictions of a step over a guidance group; callable like ``Module.predictions``."""
+    """Spreads the predictions of a step over a guidance group; callable like ``GuidedPredictions``."""
 
     def __init__(self, group: dist.ProcessGroup) -> None:
         self.group = group
@@ -50,3 +54,35 @@ def check_guidance_split(predictions: int, cfg: int) -> None:
     if cfg > 1 and predictions < cfg:
         what = "guidance is off (one prediction per step)" if predictions == 1 else f"a step makes {predictions} predictions"
         raise InputError(f"--parallel cfg={cfg}: {what}; use cfg={max(1, predictions)} or split the sequence with sp")
+
+
+class GuidedPredictions:
+    """What a model declares for ``cfg``: a stage's guidance predictions per step, made through this object.
+
+    Called with a step's conditions and the function that predicts some of
+    them, it returns every condition's prediction in order: all made here, or,
+    once ``cfg=C`` applied a guidance group, each rank's share gathered.
+    """
+
+    def __init__(self, per_step: int) -> None:
+        self.per_step = per_step  # predictions a step makes (1: guidance off)
+        self._split: GuidanceSplit | None = None
+
+    def __call__(self, conditions: Sequence[C], predict: Callable[[tuple[C, ...]], list[Tensor]]) -> list[Tensor]:
+        return predict(tuple(conditions)) if self._split is None else self._split(conditions, predict)
+
+
+class GuidanceParallel(Strategy):
+    """``cfg=C``: the guidance predictions of each step over C ranks, for models that declare ``GuidedPredictions``."""
+
+    key = "cfg"
+    summary = "cfg=C: a step's guidance predictions (conditional, unconditional, ...) over C ranks"
+
+    def apply(self, parts: Sequence[Any], group: dist.ProcessGroup | None, groups: ParallelGroups) -> None:
+        for part in parts:
+            assert isinstance(part, GuidedPredictions), "cfg splits what a model declares as GuidedPredictions"
+            check_guidance_split(part.per_step, groups.layout.cfg)
+            part._split = GuidanceSplit(group) if group is not None else None
+
+    def refuse(self, size: int) -> str:
+        return "this model makes one prediction per step (no guidance), so there is nothing to split; use sp"

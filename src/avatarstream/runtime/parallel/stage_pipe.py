@@ -28,6 +28,7 @@ import torch.distributed as dist
 from avatarstream.runtime.device_ops import DeviceOps
 from avatarstream.runtime.overlap import FinalizeWorker
 from avatarstream.runtime.parallel.control import ControlChannel, pack, unpack
+from avatarstream.runtime.parallel.strategy import RoleStrategy
 
 DTYPES = {str(t): t for t in (torch.float32, torch.bfloat16, torch.float16)}
 HEADER = 4  # frames, height, width, channels
@@ -205,3 +206,10 @@ def send_decoded(decoded: Decoded, from_decoder: dist.ProcessGroup, device: torc
     dist.send(frames, 0, group=from_decoder)
     seconds = (decoded.stage_seconds + [-1.0] * MAX_STAGES)[:MAX_STAGES]
     dist.send(torch.tensor(seconds, dtype=torch.float64, device=wire), 0, group=from_decoder)
+
+
+class DecodeRank(RoleStrategy):
+    """``decode``: one rank more, which runs the final stages of chunk k while the others generate chunk k+1."""
+
+    key = "decode"
+    summary = "decode: one more rank for the final stages (super-resolution, VAE decode) of each stretch"

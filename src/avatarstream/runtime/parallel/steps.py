@@ -8,21 +8,26 @@ rank i runs block b, rank i-1 already runs block b+1. The last step's rank
 holds the final latents. The ranks' hand-overs are point-to-point sends of
 one block's latents; nothing else travels.
 
-A stage drives its steps through ``Module.steps`` (``AllSteps`` in one
-process) and shares what only the last step knows (the first clean latents,
-for a sink refresh) with ``share``.
+A stage drives its steps through the ``SplitsSteps`` its family declared
+(``AllSteps`` in one process) and shares what only the last step knows (the
+first clean latents, for a sink refresh) with ``share``.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
 
 from avatarstream.errors import InputError
 from avatarstream.runtime.parallel.stage_pipe import wire_device
+from avatarstream.runtime.parallel.strategy import Strategy
+
+if TYPE_CHECKING:
+    from avatarstream.runtime.parallel.groups import ParallelGroups
 
 #: One denoising step: (step index, the block's latents before it) -> after it.
 Step = Callable[[int, torch.Tensor], torch.Tensor]
@@ -62,6 +67,42 @@ class AllSteps:
 
 
 all_steps = AllSteps()
+
+
+class SplitsSteps:
+    """What a model declares for ``steps``: a sampler whose steps each keep their own state, run through this object.
+
+    Callable like ``AllSteps`` (which it is until ``steps=N`` applies a step
+    group: then this rank runs its one step of every block, ``StepSplit``).
+    """
+
+    def __init__(self) -> None:
+        self.runner: AllSteps | StepSplit = all_steps
+
+    def mine(self, steps: int) -> range:
+        return self.runner.mine(steps)
+
+    def __call__(self, x: torch.Tensor, steps: int, step: Step) -> torch.Tensor:
+        return self.runner(x, steps, step)
+
+    def share(self, tensor: torch.Tensor) -> Shared:
+        return self.runner.share(tensor)
+
+
+class StepParallel(Strategy):
+    """``steps=N``: rank i runs denoising step i of every block while rank i-1 runs block b+1, for models that declare
+    ``SplitsSteps``; the last step's rank holds the final latents (``roles``)."""
+
+    key = "steps"
+    summary = "steps=N: one denoising step of every block per rank, as a pipeline, for block-causal models with per-step caches"
+
+    def apply(self, parts: Sequence[Any], group: dist.ProcessGroup | None, groups: ParallelGroups) -> None:
+        for part in parts:
+            assert isinstance(part, SplitsSteps), "steps splits what a model declares as SplitsSteps"
+            part.runner = StepSplit(group) if group is not None else all_steps
+
+    def refuse(self, size: int) -> str:
+        return "this model's denoising steps share their state, so they cannot run on ranks of their own; use sp or cfg"
 
 
 class StepSplit:

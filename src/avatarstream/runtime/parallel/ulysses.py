@@ -14,9 +14,10 @@ per forward, after its last per-token layer.
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -24,6 +25,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from avatarstream.errors import InputError
+from avatarstream.runtime.parallel.strategy import Strategy
+
+if TYPE_CHECKING:
+    from avatarstream.runtime.parallel.groups import ParallelGroups
 
 
 def frame_counts(frames: int, ranks: int) -> list[int]:
@@ -182,3 +187,38 @@ class SequenceSplit:
         gathered = self.shards.gather_tokens(output, dim=1)
         self._shards = None  # the forward is done
         return gathered
+
+
+#: Splits a network's forward over a sequence-parallel group (installs hooks, swaps attention): a family's part of ``sp``.
+SplitNetwork = Callable[[nn.Module, dist.ProcessGroup], None]
+_split_networks: weakref.WeakKeyDictionary[nn.Module, dist.ProcessGroup] = weakref.WeakKeyDictionary()  # network -> its sp group, for good
+
+
+@dataclass(frozen=True)
+class SplitsSequence:
+    """What a model declares for ``sp``: a network and how its tokens split over a group (``SplitNetwork``)."""
+
+    name: str  # the module's, for errors
+    network: nn.Module
+    split: SplitNetwork
+
+
+class SequenceParallel(Strategy):
+    """``sp=S``: the declared networks' tokens split by frames over S ranks (Ulysses all-to-alls around self-attention)."""
+
+    key = "sp"
+    summary = "sp=S: each DiT forward's tokens over S ranks (Ulysses), for models whose DiT declares the split"
+
+    def apply(self, parts: Sequence[Any], group: dist.ProcessGroup | None, groups: ParallelGroups) -> None:
+        """Split each network over this rank's sp group, once: its hooks stay, so a network split for one group cannot serve another."""
+        for part in parts:
+            assert isinstance(part, SplitsSequence), "sp splits what a model declares as SplitsSequence"
+            split_for = _split_networks.get(part.network)
+            if split_for is not None and split_for is not group:
+                raise InputError(f"module {part.name!r} was split for another parallel layout and a split cannot be undone; load the model again")
+            if group is not None and split_for is None:
+                part.split(part.network, group)
+                _split_networks[part.network] = group
+
+    def refuse(self, size: int) -> str:
+        return "this model has no network that splits its sequence; use sp=1"

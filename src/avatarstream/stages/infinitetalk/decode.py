@@ -3,7 +3,7 @@
 Each chunk's window is decoded whole with a fresh cache and colour-corrected
 towards the reference image, and its frames become uint8 by truncation, as
 the CLI's writer does. The streaming fidelity decodes causally with the
-decode stage every Wan-based family shares (``components.wan.decode``).
+decode stage every Wan-based family shares (``stages.wan_decode``).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
 from avatarstream.runtime.devices import upload
 from avatarstream.runtime.module import Module
+from avatarstream.runtime.parallel.guidance import GuidedPredictions
 from avatarstream.stages.common import device_and_dtype
 from avatarstream.stages.infinitetalk.decode import decode_window
 from avatarstream.stages.infinitetalk.reference import conditioning_channels
@@ -61,12 +62,15 @@ class WanAudioToVideoStage(Stage):
     reads = READS
     writes = ("latents",)
 
-    def __init__(self, dit: Module, vae: Module, frames: FrameLayout, schedule: torch.Tensor, guidance: Guidance, *, reencode: bool) -> None:
+    def __init__(
+        self, dit: Module, vae: Module, frames: FrameLayout, schedule: torch.Tensor, guidance: Guidance, guided: GuidedPredictions, *, reencode: bool
+    ) -> None:
         self.dit = dit
         self.vae = vae
         self.frames = frames
         self.schedule = schedule
         self.guidance = guidance
+        self.guided = guided  # a step's predictions: all here, or shared by a guidance group (--parallel cfg=C)
         self.reencode = reencode
         self.batched = True  # guidance predictions stacked in one forward until that runs out of memory
 
@@ -84,7 +88,7 @@ class WanAudioToVideoStage(Stage):
         predictor = DiTPredictor(self.dit.network_as(InfiniteTalkDiT), cond, batched=self.batched)
 
         def predict(latent: torch.Tensor, t: torch.Tensor, conditions: tuple[tuple[bool, bool], ...]) -> list[torch.Tensor]:
-            return self.dit.predictions(conditions, lambda mine: predictor(latent, t, mine))  # all here, or shared by a guidance group
+            return self.guided(conditions, lambda mine: predictor(latent, t, mine))
 
         ctx["latents"] = sample(predict, noise, motion.float().to(device), upload(self.schedule, device), self.guidance, positions=chunk.cond_positions)
         self.batched = predictor.batched
@@ -119,9 +123,18 @@ class WanChunkAudioToVideoStage(WanAudioToVideoStage):
     """
 
     def __init__(
-        self, dit: Module, vae: Module, frames: FrameLayout, schedule: torch.Tensor, guidance: Guidance, *, motion_frames: int, strength: float
+        self,
+        dit: Module,
+        vae: Module,
+        frames: FrameLayout,
+        schedule: torch.Tensor,
+        guidance: Guidance,
+        guided: GuidedPredictions,
+        *,
+        motion_frames: int,
+        strength: float,
     ) -> None:
-        super().__init__(dit, vae, frames, schedule, guidance, reencode=True)
+        super().__init__(dit, vae, frames, schedule, guidance, guided, reencode=True)
         self.motion_frames = motion_frames  # video frames
         self.strength = strength
 

@@ -13,10 +13,10 @@ from typing import ClassVar
 
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 
-from avatarstream.components.wan.decode import WanDecodeStage
 from avatarstream.components.wan.vae import DecoderCache, decode
 from avatarstream.pipeline.state import StageContext
 from avatarstream.stages.common import device_and_dtype, video_to_frames
+from avatarstream.stages.wan_decode import WanDecodeStage
 
 #: Motion latents the decoder sees before the first block, and the frames of that block it then drops (the reference's).
 WARMUP_LATENTS = 7

@@ -31,7 +31,7 @@ from avatarstream.pipeline.chunks import Chunk
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
 from avatarstream.runtime.module import Module
-from avatarstream.runtime.parallel.steps import Shared
+from avatarstream.runtime.parallel.steps import Shared, SplitsSteps
 from avatarstream.stages.common import device_and_dtype
 from avatarstream.stages.seeding import derived_seed
 
@@ -66,8 +66,11 @@ class LiveAvatarBlockStage(Stage):
     reads = ("chunk", "audio_features", "noise", "text_context", "reference_latent", "motion_latents")
     writes = ("latents",)
 
-    def __init__(self, dit: Module, schedule: Schedule, geometry: StreamGeometry, *, start_position: int = 0, offsets: Sequence[int] = ()) -> None:
+    def __init__(
+        self, dit: Module, steps: SplitsSteps, schedule: Schedule, geometry: StreamGeometry, *, start_position: int = 0, offsets: Sequence[int] = ()
+    ) -> None:
         self.dit = dit
+        self.steps = steps  # all here, or this rank's one step of every block (--parallel steps=N)
         self.schedule = schedule
         self.geometry = geometry
         self.start_position = start_position
@@ -80,7 +83,7 @@ class LiveAvatarBlockStage(Stage):
         context = dit.embed_text(ctx["text_context"].to(device))
         c = dit.config
         rows = self.geometry.cache_rows
-        mine = self.dit.steps.mine(self.schedule.steps)  # the steps this rank runs hold a cache; the others' are empty
+        mine = self.steps.mine(self.schedule.steps)  # the steps this rank runs hold a cache; the others' are empty
         caches = [StepCache.empty(c.num_layers, 1, rows if i in mine else 0, dit.cache_heads, c.head_dim, dtype, device) for i in range(self.schedule.steps)]
         sink = dit.prefill_sink(ctx["reference_latent"].to(device, dtype), ctx["motion_latents"].to(device, dtype), context)
         return BlockState(context, caches, sink)
@@ -100,8 +103,7 @@ class LiveAvatarBlockStage(Stage):
         position = self.start_position + chunk.window_start
         noise = ctx["noise"].to(device, dtype)
         audio = ctx["audio_features"].to(device)
-        steps = self.dit.steps
-        latents = denoise_block(dit, noise, self.schedule, state.context, audio, state.caches, state.sink, position, offsets, run_steps=steps)
+        latents = denoise_block(dit, noise, self.schedule, state.context, audio, state.caches, state.sink, position, offsets, run_steps=self.steps)
         if state.first_latent is None and not state.refreshed:
-            state.first_latent = steps.share(latents[:, :, :1].clone())
+            state.first_latent = self.steps.share(latents[:, :, :1].clone())
         ctx["latents"] = latents

@@ -19,6 +19,7 @@ from avatarstream.plugin import DEFAULT_REFERENCE, BlockPlan, FamilyOptions, Inp
 from avatarstream_colourbars.network import LATENT_STRIDE, Painter
 from avatarstream_colourbars.options import DEFAULT_BARS, ColourBarsOptions
 from avatarstream_colourbars.stages import BarsStage, PixelsStage, TintStage
+from avatarstream_colourbars.strategy import PaintsFrames
 
 FPS = 25
 SAMPLE_RATE = 16000
@@ -48,12 +49,14 @@ class ColourBarsFamily:
     def build(self, options: ColourBarsOptions) -> PipelineSpec:
         bars = options.bars or DEFAULT_BARS
         width, height = SIZE
+        frames = PaintsFrames()  # what --parallel frames=N splits
         stages = [
             TintStage(),
-            BarsStage(self.modules["painter"], bars, (height // LATENT_STRIDE, width // LATENT_STRIDE), SAMPLE_RATE // FPS),
+            BarsStage(self.modules["painter"], frames, bars, (height // LATENT_STRIDE, width // LATENT_STRIDE), SAMPLE_RATE // FPS),
             PixelsStage(),
         ]
-        return PipelineSpec(stages, BlockPlan(BLOCK_FRAMES), FPS, SAMPLE_RATE, SIZE, {"bars": bars, "block_frames": BLOCK_FRAMES})
+        settings = {"bars": bars, "block_frames": BLOCK_FRAMES}
+        return PipelineSpec(stages, BlockPlan(BLOCK_FRAMES), FPS, SAMPLE_RATE, SIZE, settings, parallel={"frames": [frames]})
 
     def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
         return load_reference_image(path if path is not None else DEFAULT_REFERENCE, SIZE)

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from avatarstream.plugin import Module, Stage, StageContext, image_to_video_tensor, video_to_frames
 from avatarstream_colourbars.network import LATENT_STRIDE, Painter
+from avatarstream_colourbars.strategy import PaintsFrames
 
 HUES = torch.tensor([[1, 1, 1], [1, 1, -1], [-1, 1, 1], [-1, 1, -1], [1, -1, 1], [1, -1, -1], [-1, -1, 1], [-1, -1, -1]], dtype=torch.float32)
 
@@ -38,8 +39,9 @@ class BarsStage(Stage):
     writes = ("latents",)
     resumes_with_cache = True  # one number
 
-    def __init__(self, painter: Module, bars: int, latent_size: tuple[int, int], samples_per_frame: int) -> None:
+    def __init__(self, painter: Module, frames: PaintsFrames, bars: int, latent_size: tuple[int, int], samples_per_frame: int) -> None:
         self.painter = painter
+        self.frames = frames  # all here, or over a --parallel frames=N group
         self.bars = bars
         self.latent_size = latent_size  # (height, width)
         self.samples_per_frame = samples_per_frame
@@ -63,7 +65,7 @@ class BarsStage(Stage):
         rgb = colours.permute(2, 0, 1)[:, :, None, :].expand(3, chunk.window_frames, height, width)
         level = torch.cat(loudness)[None, :, None, None].expand(1, chunk.window_frames, height, width)
         pattern = torch.cat([rgb, level])[None].to(self.painter.network.inp.weight.device)
-        ctx["latents"] = self.painter.network_as(Painter)(pattern)
+        ctx["latents"] = self.frames(self.painter.network_as(Painter), pattern)
 
 
 class PixelsStage(Stage):

@@ -1,4 +1,4 @@
-"""Which reference a render uses: an image, a procedural identity, or the bundled default."""
+"""Which reference the demo family renders: an image, a procedural identity (``--avatar``), or the bundled default."""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""Run a golden set with the family that ports its reference implementation (``golden.json``'s ``reference.repo``)."""
+"""Run a golden set with the family that ports its reference implementation (``golden.json``'s ``reference.repo``).
+
+A family registers its parity through two optional members (``families.base.OPTIONAL``): ``golden_repos``, the
+reference repositories it ports, and ``parity``, its cases; a whole-video set also needs ``golden_render_arguments``,
+the arguments of ``avatarstream.render`` that run the set as the reference CLI did. This module sits above the families
+and the API (it renders through ``avatarstream.render``, as the CLI does); nothing below it knows it.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from avatarstream.errors import InputError
+from avatarstream.families.base import optional
 from avatarstream.families.registry import family_class, names
 from avatarstream.parity.checks import Check
 from avatarstream.parity.fixture import GoldenSet
@@ -28,18 +35,21 @@ def run_golden_set(root: Path, *, frames: Path | None = None, on_case: Callable[
     if frames is None:
         raise InputError(f"{root} is a whole-video set: give --frames OUT, a new or empty folder for the rendered frames")
     check_frames_folder(frames)
-    family = _porting_family(gs)
-    if not hasattr(family, "render_golden_video"):
+    arguments = optional(_porting_family(gs), "golden_render_arguments")
+    if arguments is None:
         raise InputError(f"the family porting {gs.reference_repo!r} cannot render whole-video sets")
     on_case("video")
-    family.render_golden_video(gs, frames)
+    from avatarstream.api import render  # the render path the CLI takes (loaded only for whole-video sets)
+    from avatarstream.publish.outputs import Outputs
+
+    render(out=Outputs(frames=frames), **arguments(gs))
     golden = golden_frames(gs)
     return [] if golden is None else frame_checks(gs, frames, golden)
 
 
 def _component_checks(gs: GoldenSet, on_case: Callable[[str], None]) -> list[Check]:
     """The family's cases; an error the set's tensors or settings cause (a wrong shape or type) is one line naming the case."""
-    cases: Callable[[GoldenSet, Callable[[str], None]], list[Check]] = _porting_family(gs).parity
+    cases: Callable[[GoldenSet, Callable[[str], None]], list[Check]] = optional(_porting_family(gs), "parity")
     current = ["(loading weights)"]
 
     def starting(name: str) -> None:
@@ -58,7 +68,7 @@ def _component_checks(gs: GoldenSet, on_case: Callable[[str], None]) -> list[Che
 
 def _porting_family(gs: GoldenSet) -> Any:
     repo = gs.reference_repo
-    porting = [name for name in names() if repo in getattr(family_class(name), "golden_repos", ())]
+    porting = [name for name in names() if repo in optional(family_class(name), "golden_repos")]
     if not porting:
         raise InputError(f"no installed model family ports {repo!r} (golden.json's reference.repo); `avatarstream families` lists them")
     return family_class(porting[0])

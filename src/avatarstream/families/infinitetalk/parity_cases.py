@@ -6,7 +6,6 @@ rules each case follows are the reference's, as golden.json describes them.
 
 from __future__ import annotations
 
-import wave
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,13 +16,12 @@ from PIL import Image
 
 from avatarstream.components.wan.config import VAE_TEMPORAL_STRIDE
 from avatarstream.components.wan.vae import DecoderCache, decode, encode
-from avatarstream.errors import InputError
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.models.infinitetalk.audio_features import audio_windows, extend_for_last_chunk, loudness_normalize, wav2vec2_features
 from avatarstream.models.infinitetalk.predict import ChunkConditions, DiTPredictor
 from avatarstream.models.infinitetalk.sampler import Guidance, euler_step, fix_motion, sample, timesteps
 from avatarstream.parity.checks import Check
-from avatarstream.parity.fixture import GoldenSet
+from avatarstream.parity.fixture import GoldenSet, read_wav_int16
 
 Case = Callable[[GoldenSet, InfiniteTalkNetworks], list[Check]]
 
@@ -35,18 +33,6 @@ def dit_case(gs: GoldenSet, nets: InfiniteTalkNetworks) -> list[Check]:
         v = nets.dit(t["x"][None], t["y"][None], t[f"t_{j}"], t["context"][None], t["clip_fea"], t["audio"])
         checks.append(Check.compare("dit", f"velocity_{j}", v[0], t[f"velocity_{j}"], gs.tolerance("dit", "atol")))
     return checks
-
-
-def read_wav_int16(path: Path) -> np.ndarray:
-    """A 16-bit mono WAV as float32 in [-1, 1) (samples / 32768), as the reference reads it."""
-    try:
-        with wave.open(str(path)) as handle:
-            if handle.getsampwidth() != 2 or handle.getnchannels() != 1:
-                raise InputError(f"{path} must be 16-bit mono PCM WAV")
-            pcm = np.frombuffer(handle.readframes(handle.getnframes()), dtype=np.int16)
-    except (wave.Error, EOFError) as exc:
-        raise InputError(f"cannot read {path}: {exc}; expected a 16-bit mono WAV") from exc
-    return pcm.astype(np.float32) / 32768
 
 
 def audio_case(gs: GoldenSet, nets: InfiniteTalkNetworks) -> list[Check]:
