@@ -1,18 +1,19 @@
 """avatarstream: real-time, audio-driven avatar video, chunk by chunk, with constant memory.
 
 ``avatarstream.render(...)`` is the one-call API (docs/python-api.md);
-``avatarstream.load_family`` loads a model once for many renders or for
-``Pipeline.stream``.
+``avatarstream.load_family`` loads a model once for many renders, and
+``avatarstream.build_pipeline`` builds its pipeline for ``Pipeline.stream``.
 """
 
 _PUBLIC = {
     "render": "avatarstream.api",
     "RenderResult": "avatarstream.api",
     "load_family": "avatarstream.families.registry",
+    "build_pipeline": "avatarstream.families.assemble",
     "FamilyOptions": "avatarstream.families.options",
     "Outputs": "avatarstream.publish.outputs",
 }
-__all__ = ["FamilyOptions", "Outputs", "RenderResult", "load_family", "render"]  # the keys of _PUBLIC
+__all__ = ["FamilyOptions", "Outputs", "RenderResult", "build_pipeline", "load_family", "render"]  # the keys of _PUBLIC
 
 
 def __getattr__(name: str) -> object:

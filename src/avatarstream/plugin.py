@@ -37,7 +37,8 @@ from avatarstream.runtime.parallel.strategy import RoleStrategy, Strategy
 from avatarstream.runtime.parallel.ulysses import SplitsSequence
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image
-from avatarstream.stages.common import image_to_video_tensor, video_to_frames
+from avatarstream.sources.warn import warn
+from avatarstream.stages.common import device_and_dtype, image_to_video_tensor, video_to_frames
 
 __all__ = [
     "DEFAULT_REFERENCE",
@@ -62,8 +63,10 @@ __all__ = [
     "Stage",
     "StageContext",
     "Strategy",
+    "device_and_dtype",
     "image_to_video_tensor",
     "load_reference_image",
     "option",
     "video_to_frames",
+    "warn",
 ]
