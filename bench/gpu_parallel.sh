@@ -18,10 +18,9 @@ if [ ! -f "$WEIGHTS/config.json" ]; then
   "$PYTHON" - "$WEIGHTS" <<'PY'
 import sys
 
-from avatarstream.benchmarks.scenarios import production_config
 from avatarstream.families.demo import DemoFamily
 
-DemoFamily.random(production_config()).save(sys.argv[1])
+DemoFamily.production_model().save(sys.argv[1])
 PY
 fi
 exec timeout 570 "$PYTHON" -m avatarstream.cli.main bench --scenario parallel --model demo --weights "$WEIGHTS" --device cuda \

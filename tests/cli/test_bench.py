@@ -7,9 +7,9 @@ from pathlib import Path
 
 import torch
 
-from avatarstream.benchmarks.scenarios import production_config
 from avatarstream.cli.main import main
 from avatarstream.families.demo import DemoFamily
+from avatarstream.families.demo_bench import production_config
 from avatarstream.models.demo import A2VDiT, DemoConfig
 
 
@@ -58,3 +58,23 @@ def test_production_config_is_about_1_3b_parameters() -> None:
         dit = A2VDiT(production_config())
     params = sum(p.numel() for p in dit.parameters())
     assert 1.1e9 < params < 1.6e9, params
+
+
+def test_resolution_and_residency_ask_the_model(tmp_path: Path) -> None:
+    """The resolution sweep is the model's own (an optional family member); residency streams whichever networks have blocks."""
+    args = ["bench", "--model", "demo-tiny", "--seconds", "1", "--repeats", "1", "--out", str(tmp_path), "--scenario", "resolution", "--scenario", "residency"]
+    assert main(args) == 0
+    size = DemoConfig.tiny().image_size
+    rows = json.loads((tmp_path / "resolution.json").read_text())["rows"]
+    assert [r["resolution"] for r in rows] == [size // 2, size, size * 3 // 2]
+    residency = json.loads((tmp_path / "residency.json").read_text())
+    assert residency["streamed:1"]["config"] == {"a2v_dit": "streamed:1", "sr_dit": "streamed:1", "default": "offloaded"}
+    assert all(residency[name]["outputs_identical"] for name in ("resident", "offloaded", "streamed:1"))
+
+
+def test_a_model_without_the_capability_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    for scenario, member in (("contention", "cpu_real_time"), ("overhead", "raw_frames"), ("interpolation", "seam_smoothing_off")):
+        assert main(["bench", "--scenario", scenario, "--model", "colourbars", "--out", str(tmp_path)]) == 2
+        (err,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]  # one line (and the progress bar)
+        assert f"family member {member}" in err and "colourbars does not" in err and "demo-tiny" in err, err
+    assert not list(tmp_path.glob("*.json"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,9 @@ from avatarstream.benchmarks.audio import bundled_speech, looped
 from avatarstream.benchmarks.measure import measure
 from avatarstream.errors import InputError
 from avatarstream.families.assemble import build_pipeline
-from avatarstream.families.base import Family
-from avatarstream.families.demo import DemoFamily, DemoTinyFamily
+from avatarstream.families.base import Family, optional
 from avatarstream.families.options import FamilyOptions
-from avatarstream.families.registry import family_class, load_family
-from avatarstream.models.demo import DemoConfig
+from avatarstream.families.registry import family_class, load_family, names
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image
@@ -48,15 +47,6 @@ class BenchContext:
     def options(self) -> FamilyOptions:
         return self.model_options if self.model_options is not None else family_class(self.model).Options()
 
-    @property
-    def is_demo(self) -> bool:
-        """Whether the model is the demo architecture (scenarios that vary its config, or render it in fresh processes, need it)."""
-        return issubclass(family_class(self.model), DemoFamily)  # type: ignore[arg-type]
-
-    @property
-    def config(self) -> DemoConfig:
-        return DemoConfig.tiny() if issubclass(family_class(self.model), DemoTinyFamily) else DemoConfig()  # type: ignore[arg-type]
-
     def family(self) -> tuple[Family, float]:
         """The family loaded exactly as ``render`` loads it (``--weights``, the load options), warmed up, and its load time."""
         start = time.perf_counter()
@@ -66,12 +56,17 @@ class BenchContext:
         self._warm_up(self._loaded)
         return self._loaded, load_s
 
-    def demo_family(self, config: DemoConfig | None = None) -> tuple[DemoFamily, float]:
-        """For the scenarios that vary or read the demo model's config (its DiTs): random weights of ``config``."""
-        if not self.is_demo:
-            raise InputError(f"this scenario runs the demo family only (it varies or reads the demo model's config), not {self.model}")
+    def require(self, member: str, scenario: str, what: str) -> None:
+        """Refuse, before anything loads, a model whose class lacks optional ``member`` (``families/base.py``): an InputError
+        saying that ``scenario`` needs a model that ``what`` and which installed models do."""
+        if not optional(family_class(self.model), member):
+            having = ", ".join(name for name in names() if _offers(name, member)) or "none installed"
+            raise InputError(f"the {scenario} scenario needs a model that {what} (family member {member}); {self.model} does not (models that do: {having})")
+
+    def made(self, make: Callable[[], Family]) -> tuple[Family, float]:
+        """A model a scenario makes itself (another size, random weights): on the device, warmed up, and the seconds making it took."""
         start = time.perf_counter()
-        family = DemoFamily.random(config or self.config)
+        family = make()
         for module in family.modules.values():
             module.network.to(self.device)
         load_s = time.perf_counter() - start
@@ -111,3 +106,11 @@ class BenchContext:
         finally:
             if target is not None:
                 target.unlink(missing_ok=True)
+
+
+def _offers(model: str, member: str) -> bool:
+    """Whether the class of ``model`` has optional ``member`` (False for a registered class that cannot be imported)."""
+    try:
+        return bool(optional(family_class(model), member))
+    except InputError:
+        return False

@@ -1,5 +1,5 @@
 """What a session pays for the fleet: session start and first frame through the fleet vs the single server, and the time a
-session takes to resume after its node is lost (on a local Ray cluster of one-CPU nodes; demo families)."""
+session takes to resume after its node is lost (on a local Ray cluster of one-CPU nodes; a model that renders in real time on a CPU)."""
 
 from __future__ import annotations
 

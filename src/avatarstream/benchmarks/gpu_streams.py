@@ -9,8 +9,8 @@ host syncs per chunk (``DeviceOps``), and, on CUDA, runs under
 host wait for a stream (a blocking copy, ``.item()``) warns, and the warnings
 are counted by the line that caused them.
 
-    python -m avatarstream.benchmarks.gpu_streams --out DIR                       # a CUDA GPU, the demo model
-    python -m avatarstream.benchmarks.gpu_streams --out DIR --device cpu --model demo-tiny   # dry run
+    python -m avatarstream.benchmarks.gpu_streams --out DIR                              # a CUDA GPU, the default model
+    python -m avatarstream.benchmarks.gpu_streams --out DIR --device cpu --model MODEL   # a dry run (gpu_all.sh --dry-run: the smallest)
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from avatarstream.benchmarks.audio import bundled_speech, looped
 from avatarstream.benchmarks.measure import measure
 from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
-from avatarstream.families.registry import load_family
+from avatarstream.families.registry import DEFAULT_MODEL, load_family
 from avatarstream.runtime.devices import resolve_device
 
 RESULT_FILE = "streams.json"
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for flag, kind, default, what in (
         ("--out", Path, None, f"folder for {RESULT_FILE}"),
         ("--device", str, "cuda", "cuda (the check) or cpu (a dry run)"),
-        ("--model", str, "demo", "a family that needs no --weights (demo, demo-tiny)"),
+        ("--model", str, DEFAULT_MODEL, "a model that needs no --weights (default: %(default)s, the bundled one)"),
         ("--seconds", float, 8.0, "audio per run"),
     ):
         parser.add_argument(flag, type=kind, default=default, required=default is None, help=what)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
@@ -18,14 +17,18 @@ from avatarstream.benchmarks.compare import compare_policies, standard_configs
 from avatarstream.benchmarks.contention import measure_contention, measure_load_memory
 from avatarstream.benchmarks.context import BenchContext
 from avatarstream.benchmarks.parallel_bench import measure_parallel
-from avatarstream.benchmarks.raw_loop import raw_frames
 from avatarstream.benchmarks.soak import SoakFailed, SoakSettings, measure_soak
 from avatarstream.errors import InputError
-from avatarstream.families.assemble import build_pipeline
-from avatarstream.families.demo import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS, DemoFamily
-from avatarstream.models.demo import DemoConfig
+from avatarstream.families.base import optional
+from avatarstream.families.registry import family_class, names, options_class
+from avatarstream.pipeline.observer import RunObserver
+from avatarstream.pipeline.pipeline import Pipeline
+from avatarstream.publish.media import MediaChunk
 from avatarstream.runtime.compiled import compile_seconds, graphs_compiled
+from avatarstream.runtime.streamed import has_blocks
 
+#: what the scenarios that render the model in fresh processes or a server need of it
+CPU_REAL_TIME = "renders in real time on a CPU with nothing to download"
 SPEED_KEYS = ("ttff_s", "fps_out", "realtime_factor", "wall_s", "frames", "duration_s")
 
 
@@ -71,11 +74,10 @@ def _stage_ms_per_chunk(report: dict[str, Any]) -> dict[str, float]:
 
 def resolution(ctx: BenchContext) -> dict[str, Any]:
     """fps and real-time factor against output resolution (same model widths, larger latents)."""
-    base = ctx.config
-    sizes = [base.image_size // 2, base.image_size, base.image_size * 3 // 2]
+    ctx.require("resolution_sweep", "resolution", "can be made at several output resolutions with the same widths")
     rows = []
-    for size in sizes:
-        family, _ = ctx.demo_family(dataclasses.replace(base, image_size=size, base_size=size // 2))
+    for size, make in optional(ctx.family()[0], "resolution_sweep")():
+        family, _ = ctx.made(make)
         report = _median_run(ctx, [ctx.run(family) for _ in range(ctx.repeats)])
         rows.append({"resolution": size, **_speed(report)})
     plots.lines(
@@ -90,19 +92,13 @@ def resolution(ctx: BenchContext) -> dict[str, Any]:
 
 def overhead(ctx: BenchContext) -> dict[str, Any]:
     """Framework overhead: the pipeline against the same models in a plain loop, interleaved, no encoding."""
+    ctx.require("raw_frames", "overhead", "offers a plain loop of its networks to compare the pipeline with")
     family, _ = ctx.family()
-    if hasattr(family, "raw_frames"):  # a family's own plain loop of its networks (reference image, samples -> frames)
-        options: dict[str, Any] = {}
-        raw = partial(family.raw_frames, options=ctx.options.given("build", "request"))
-    elif isinstance(family, DemoFamily):
-        options = {"chunk_frames": DEFAULT_CHUNK_FRAMES, "interp_frames": DEFAULT_INTERP_FRAMES, "steps": DEFAULT_STEPS, "shift": DEFAULT_SHIFT}
-        raw = partial(raw_frames, family, **options)
-    else:
-        raise InputError(f"the overhead scenario needs a plain loop of the model's networks to compare with; {family.name} has none")
+    raw = partial(optional(family, "raw_frames"), options=ctx.options.given("build", "request"))  # (reference image, samples) -> frames
+    rate = ctx.pipeline(family, compile=False).model_sample_rate
     pipe_s, raw_s, loop_pct, identical = [], [], [], True
     for _ in range(ctx.repeats):
-        report = ctx.run(family, encode=False, keep_frames=True, **options)
-        rate = 16000  # both families' model audio rate
+        report = ctx.run(family, encode=False, keep_frames=True)
         samples = looped_array(ctx.speech(rate), rate, ctx.seconds)
         width, height = report["resolution"]
         reference = ctx.reference((width, height))
@@ -169,7 +165,9 @@ def _compare(ctx: BenchContext, variants: dict[str, dict[str, Any]], check_ident
 
 def interpolation(ctx: BenchContext) -> dict[str, Any]:
     """What I-chunks cost: the same audio with and without them."""
-    result = _compare(ctx, {"with_i_chunks": {}, "without_i_chunks": {"interp_frames": 0}}, check_identical=False)
+    ctx.require("seam_smoothing_off", "interpolation", "can switch its seam smoothing (I-chunks) off")
+    without = dict(optional(family_class(ctx.model), "seam_smoothing_off"))
+    result = _compare(ctx, {"with_i_chunks": {}, "without_i_chunks": without}, check_identical=False)
     result["i_chunk_cost_pct"] = 100 * (result["with_i_chunks"]["wall_s"] / result["without_i_chunks"]["wall_s"] - 1)
     return result
 
@@ -205,42 +203,52 @@ def compiled(ctx: BenchContext) -> dict[str, Any]:
 
 def residency(ctx: BenchContext) -> dict[str, Any]:
     """Resident, offloaded and streamed weights side by side: same model, same audio, one run."""
-    family, _ = ctx.demo_family()
-    cfg = family.config
-    reference = ctx.reference(cfg.image_size)
-    speech = ctx.speech(cfg.sample_rate)
-    return compare_policies(
-        lambda config: build_pipeline(family, ctx.device, residency=config),
-        standard_configs(["a2v_dit", "sr_dit"], slots=1),  # the demo DiTs have 2 blocks: one slot makes them rotate
-        lambda pipeline, observers: pipeline.stream(looped(speech, cfg.sample_rate, ctx.seconds), reference, seed=0, observers=observers),
-    )
+    family, _ = ctx.family()
+    streamed = [name for name, module in family.modules.items() if has_blocks(module.network)]  # what the streamed policy can stream
+
+    def run(pipeline: Pipeline, observers: Sequence[RunObserver]) -> Iterable[MediaChunk]:
+        rate, size = pipeline.model_sample_rate, pipeline.frame_size
+        assert size is not None, "a family's pipeline knows its size"
+        return pipeline.stream(looped(ctx.speech(rate), rate, ctx.seconds), ctx.reference(size), seed=0, observers=observers)
+
+    # one slot: a network of two blocks or more rotates them through the device
+    return compare_policies(lambda config: ctx.pipeline(family, residency=config), standard_configs(streamed, slots=1), run)
+
+
+def _has_option(model: str, name: str) -> bool:
+    """Whether ``model`` declares an option ``name`` (read from its options alone: nothing loads)."""
+    try:
+        return name in {spec.name for spec in options_class(model).specs()}
+    except InputError:
+        return False
 
 
 def motion(ctx: BenchContext) -> dict[str, Any]:
-    """infinitetalk: motion frames re-encoded from pixels (the reference's way) against handed over as latents."""
-    if "motion" not in {spec.name for spec in ctx.family()[0].Options.specs()}:  # the family's motion hand-over option
-        raise InputError("the motion scenario compares the infinitetalk family's motion hand-over; run it with --model infinitetalk --weights ROOT")
+    """Motion frames re-encoded from pixels (the reference's way) against handed over as latents (a model with a motion option)."""
+    if not _has_option(ctx.model, "motion"):  # the option that chooses the motion hand-over: reencode or latent
+        having = ", ".join(name for name in names() if _has_option(name, "motion")) or "none installed"
+        raise InputError(
+            f"the motion scenario compares a model's motion hand-over (option motion: reencode or latent); {ctx.model} has none (models that do: {having})"
+        )
     result = _compare(ctx, {"reencode": {"motion": "reencode"}, "latent": {"motion": "latent"}}, check_identical=False)
     result["reencode_cost_pct"] = 100 * (result["reencode"]["wall_s"] / result["latent"]["wall_s"] - 1)
     return result
 
 
 def audio_window(ctx: BenchContext) -> dict[str, Any]:
-    """infinitetalk: rolling-window wav2vec2 features against whole-file features, per window length and look-ahead."""
+    """Rolling-window audio features against whole-file features, per window length and look-ahead (a model that measures them)."""
+    ctx.require("audio_window_errors", "audio-window", "measures its rolling-window audio features against whole-file ones")
     family, _ = ctx.family()
-    if not hasattr(family, "audio_window_errors"):
-        raise InputError("the audio-window scenario measures the infinitetalk family's audio encoder; run it with --model infinitetalk --weights ROOT")
     pipeline = ctx.pipeline(family)
     samples = looped_array(ctx.speech(pipeline.model_sample_rate), pipeline.model_sample_rate, ctx.seconds)
     spans = [(window, ahead) for window in (2.0, 4.0, 8.0, 16.0) for ahead in (2, 12, 25, 50)]
-    errors = family.audio_window_errors(pipeline, samples, spans)
+    errors = optional(family, "audio_window_errors")(pipeline, samples, spans)
     return {"rows": [{"window_s": w, "lookahead_frames": a, **e} for (w, a), e in errors.items()]}
 
 
 def contention(ctx: BenchContext) -> dict[str, Any]:
     """Renders alone and next to a competing CPU job, per threading setting: the slowdown a shared machine causes."""
-    if not ctx.is_demo:
-        raise InputError("the contention scenario renders the demo family (--model demo or demo-tiny) in fresh processes")
+    ctx.require("cpu_real_time", "contention", CPU_REAL_TIME)
     result = measure_contention(ctx.model, ctx.seconds, ctx.repeats, ctx.out_dir)
     rows = result["rows"]
     plots.grouped_bars(ctx.out_dir / "contention.png", [r["variant"] for r in rows],
@@ -251,15 +259,15 @@ def contention(ctx: BenchContext) -> dict[str, Any]:
 
 def load_memory(ctx: BenchContext) -> dict[str, Any]:
     """Peak RSS of a --seconds render and of one 9x as long, both next to a competing CPU job: memory must not grow with length."""
-    if not ctx.is_demo:
-        raise InputError("the load-memory scenario renders the demo family (--model demo or demo-tiny) in fresh processes")
+    ctx.require("cpu_real_time", "load-memory", CPU_REAL_TIME)
     return measure_load_memory(ctx.model, ctx.seconds, ctx.repeats, ctx.out_dir)
 
 
 def soak(ctx: BenchContext) -> dict[str, Any]:
     """The server at its session limit for --minutes with misbehaving clients and a stalling RTMP peer; fails when anything trends upward."""
-    if not ctx.is_demo or ctx.device.type != "cpu":
-        raise InputError("the soak scenario runs the demo families on the CPU: --model demo-tiny (or demo) --device cpu")
+    if ctx.device.type != "cpu":
+        raise InputError("the soak scenario runs the server on the CPU: --device cpu")
+    ctx.require("cpu_real_time", "soak", CPU_REAL_TIME)
     result = measure_soak(SoakSettings(model=ctx.model, minutes=ctx.minutes), ctx.out_dir)
     if not result["passed"]:
         failed = [name for name, ok in result["checks"].items() if not ok]
@@ -270,8 +278,7 @@ def soak(ctx: BenchContext) -> dict[str, Any]:
 
 def fleet(ctx: BenchContext) -> dict[str, Any]:
     """Session start and first frame through the fleet vs the single server, and the resume after a lost node (local Ray cluster)."""
-    if not ctx.is_demo:
-        raise InputError("the fleet scenario runs the demo families on a local Ray cluster: --model demo-tiny (or demo)")
+    ctx.require("cpu_real_time", "fleet", CPU_REAL_TIME)
     try:
         from avatarstream.benchmarks.fleet_bench import measure_fleet
     except ImportError as err:
@@ -303,30 +310,12 @@ SCENARIOS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
 }
 
 
-def production_config() -> DemoConfig:
-    """A production-sized configuration: a ~1.4 B-parameter base DiT (Wan2.1-1.3B width, 24 blocks).
-
-    Square frames (the demo family is square): 736x736 output (0.54 MP; 720p
-    is 0.92 MP), base DiT at 368x368, i.e. a 46x46 latent lifted from 23x23.
-    """
-    base = DemoConfig()
-    return dataclasses.replace(
-        base,
-        image_size=736,
-        base_size=368,
-        vae=dataclasses.replace(base.vae, encoder_channels=128, decoder_channels=256, decoder_up_channels=64),
-        audio=dataclasses.replace(base.audio, dim=768, conv_channels=512, heads=12, layers=2),
-        text=dataclasses.replace(base.text, dim=768, heads=12, layers=2),
-        dit=dataclasses.replace(base.dit, dim=1536, layers=24, heads=12, mlp_ratio=3.0),
-        sr=dataclasses.replace(base.sr, dim=512, layers=8, heads=8, mlp_ratio=4.0),
-    )
-
-
 def gpu(ctx: BenchContext) -> dict[str, Any]:
     """Production-size speed on one GPU (random weights): time to first frame and fps."""
     if ctx.device.type != "cuda":
         raise InputError("the gpu scenario needs a CUDA device; run it with --device cuda on a GPU machine")
-    family, load_s = ctx.demo_family(production_config())
+    ctx.require("production_model", "gpu", "can be made at production size with random weights")
+    family, load_s = ctx.made(optional(family_class(ctx.model), "production_model"))
     runs = [ctx.run(family) for _ in range(ctx.repeats)]
     best = _median_run(ctx, runs)
     params = {name: module.num_parameters for name, module in family.modules.items()}
@@ -334,7 +323,7 @@ def gpu(ctx: BenchContext) -> dict[str, Any]:
         **_speed(best),
         "load_s": load_s,
         "parameters": params,
-        "resolution": family.config.image_size,
+        "resolution": best["resolution"],
         "stage_ms_per_chunk": _stage_ms_per_chunk(best),
         "peak_device_bytes": best["peak_device_bytes"],
     }

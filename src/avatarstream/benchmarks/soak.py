@@ -38,6 +38,7 @@ from avatarstream.benchmarks.local_server import ServerProcess, free_port
 from avatarstream.benchmarks.soak_clients import RATE, SoakClients
 from avatarstream.benchmarks.trends import Tolerance, trend
 from avatarstream.errors import AvatarStreamError
+from avatarstream.families.registry import DEFAULT_MODEL
 
 #: the rise each series may show from the first third of the soak (after the warm-up) to the last
 TOLERANCES = {
@@ -62,7 +63,7 @@ class SoakFailed(AvatarStreamError):
 
 @dataclass(frozen=True)
 class SoakSettings:
-    model: str = "demo-tiny"
+    model: str = DEFAULT_MODEL  # `bench --scenario soak` runs the --model it is given
     minutes: float = 30.0
     sessions: int = 3  # the server's --max-sessions: one anchor and sessions - 1 churning clients keep it full
     sample_s: float = 5.0
