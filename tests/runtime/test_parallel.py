@@ -49,7 +49,7 @@ def references(runs: tuple[Path, Path]) -> dict[str, tuple[torch.Tensor, np.ndar
             patch.setattr(DiTPredictor, "_forward", counting_predictions(counts))
             fam = family(name, runs[1])
             built = pipeline(fam)
-            expected = forward(fam)
+            expected = forward(fam, built)
             assert expected is not None
             found[name] = (expected, render(fam, built), counts["predictions"])
     return found
