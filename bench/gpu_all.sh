@@ -12,8 +12,8 @@
 #   5 runtime               (100 s)  bench/gpu_check.py (pinned vs pageable H2D, streamed vs resident, stage switch time
 #                                    per policy) and `bench --scenario overlap` on the demo model
 #   6 parallel              (rest)   bench/gpu_parallel.sh, only with more than one GPU
-# Results: bench/results/<date>-<gpu>/ with README.md (a table of the parts, then the InfiniteTalk scenarios), one
-# folder and one log per part, parts.tsv.
+# Results: bench/results/<date>-<gpu>/ with README.md (a table of the parts, then the scenarios of the family GPU
+# benchmarks: InfiniteTalk eager and compiled, LiveAvatar), one folder and one log per part, parts.tsv.
 #   bench/gpu_all.sh                       # on the GPU machine (carry .whl/ from bench/fetch_gpu_wheels.sh)
 #   bench/gpu_all.sh --dry-run --out DIR   # CPU, tiny models, seconds per part: checks the script (a test runs it)
 # PYTHON picks the interpreter (see bench/gpu_env.sh); TOTAL_S (default 540; 1500 for a dry run) bounds the whole run.

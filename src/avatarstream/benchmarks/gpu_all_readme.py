@@ -1,5 +1,9 @@
 """The README of a ``bench/gpu_all.sh`` run: one row per part (status, time against its budget, headline), then the
-InfiniteTalk scenarios side by side, eager and compiled.
+scenarios of every family GPU benchmark it ran side by side (eager and compiled).
+
+A part whose folder holds ``<model>-gpu.json`` for a registered model ran that family's GPU benchmark
+(``families/<name>/gpu_bench.py``, on ``benchmarks/gpu_run.py``); its headline and its rows of the table come from
+that file. The streams and runtime parts have headlines of their own; any other part lists its files.
 
     python -m avatarstream.benchmarks.gpu_all_readme RESULTS_DIR     # reads RESULTS_DIR/parts.tsv and each part's JSON
 """
@@ -11,6 +15,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from avatarstream.families.registry import names
 
 PARTS_FILE = "parts.tsv"
 
@@ -41,22 +47,21 @@ def _streams(folder: Path) -> str:
     return "; ".join(parts)
 
 
-def _infinitetalk(sub: str) -> Callable[[Path], str]:
-    def headline(folder: Path) -> str:
-        result = _json(folder / sub / "infinitetalk-gpu.json")
-        if result is None:
-            return ""
-        ok = [r for r in result.get("scenarios", {}).values() if r.get("status") == "ok"]
-        best = max(ok, key=lambda r: r["fps_out"], default=None)
-        if best is None:
-            return f"{len(result.get('scenarios', {}))} scenarios, none ran"
-        compiled = sum(w.get("compile_s") or 0 for w in result.get("warm_ups", {}).values())
-        return (
-            f"{len(ok)} scenarios ran; fastest: {best['preset']} {best['size'][0]}x{best['size'][1]} {best['fps_out']:.2f} fps, ttff {best['ttff_s']:.2f} s"
-            + (f"; compiling in the warm-ups took {compiled:.1f} s" if result.get("compiled") else "")
-        )
+def _family_result(part: Path) -> dict[str, Any] | None:
+    """The results of the family GPU benchmark a part ran: ``<model>-gpu.json`` in its folder, for a registered model."""
+    return next((found for name in names() if (found := _json(part / f"{name}-gpu.json")) is not None), None)
 
-    return headline
+
+def _family_gpu(result: dict[str, Any]) -> str:
+    ok = [r for r in result.get("scenarios", {}).values() if r.get("status") == "ok"]
+    best = max(ok, key=lambda r: r["fps_out"], default=None)
+    if best is None:
+        return f"{len(result.get('scenarios', {}))} scenarios, none ran"
+    compiled = sum(w.get("compile_s") or 0 for w in result.get("warm_ups", {}).values())
+    label = " ".join(filter(None, [best.get("preset"), "x".join(map(str, best["size"]))]))
+    return f"{len(ok)} scenarios ran; fastest: {label} {best['fps_out']:.2f} fps, ttff {best['ttff_s']:.2f} s" + (
+        f"; compiling in the warm-ups took {compiled:.1f} s" if result.get("compiled") else ""
+    )
 
 
 def _runtime(folder: Path) -> str:
@@ -75,52 +80,60 @@ def _runtime(folder: Path) -> str:
     return "; ".join(parts)
 
 
-def _files(sub: str) -> Callable[[Path], str]:
-    def headline(folder: Path) -> str:
-        names = sorted(p.name for p in (folder / sub).glob("*") if p.is_file())
-        return f"files: {', '.join(names)}" if names else ""
-
-    return headline
+def _files(part: Path) -> str:
+    found = sorted(p.name for p in part.glob("*") if p.is_file())
+    return f"files: {', '.join(found)}" if found else ""
 
 
+#: parts with a headline of their own (part -> its headline, read from the run folder); any other part shows the family GPU
+#: benchmark it ran (``<model>-gpu.json``) or lists its files
 HEADLINES: dict[str, Callable[[Path], str]] = {
     "streams": _streams,
-    "infinitetalk-eager": _infinitetalk("infinitetalk-eager"),
-    "infinitetalk-compiled": _infinitetalk("infinitetalk-compiled"),
     "runtime": _runtime,
-    "liveavatar": _files("liveavatar"),
-    "parallel": _files("parallel"),
 }
 
 
-def scenario_table(folder: Path) -> list[str]:
-    """Every InfiniteTalk scenario of the eager and the compiled part, one row each."""
+def _headline(folder: Path, part: str) -> str:
+    if part in HEADLINES:
+        return HEADLINES[part](folder)
+    result = _family_result(folder / part)
+    return _family_gpu(result) if result is not None else _files(folder / part)
+
+
+def _number(value: Any, digits: int) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, int | float) else ""
+
+
+def scenario_table(folder: Path, parts: list[str]) -> list[str]:
+    """Every scenario of every part that ran a family GPU benchmark, one row each."""
     rows = [
         "| part | scenario | status | ttff s | fps | real-time factor | steady RTF | peak GiB | compile s |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for sub in ("infinitetalk-eager", "infinitetalk-compiled"):
-        result = _json(folder / sub / "infinitetalk-gpu.json") or {}
+    for part in parts:
+        result = _family_result(folder / part) or {}
         for name, r in result.get("scenarios", {}).items():
             if r.get("status") != "ok":
-                rows.append(f"| {sub} | {name} | {r.get('status')}: {r.get('reason', '')} | | | | | | |")
+                rows.append(f"| {part} | {name} | {r.get('status')}: {r.get('reason', '')} | | | | | | |")
                 continue
             rows.append(
-                f"| {sub} | {name} | ok | {r['ttff_s']:.2f} | {r['fps_out']:.2f} | {r['realtime_factor']:.3f} | "
-                f"{r['steady_realtime_factor']:.3f} | {r['peak_device_gib']} | {r.get('compile_s')} |"
+                f"| {part} | {name} | ok | {r['ttff_s']:.2f} | {r['fps_out']:.2f} | {r['realtime_factor']:.3f} | "
+                f"{_number(r.get('steady_realtime_factor'), 3)} | {r.get('peak_device_gib')} | {r.get('compile_s')} |"
             )
     return rows if len(rows) > 2 else []
 
 
 def write_readme(folder: Path) -> str:
     lines = [f"# {folder.name}: bench/gpu_all.sh", "", "| part | status | seconds (budget) | headline |", "|---|---|---|---|"]
+    parts = []
     for line in (folder / PARTS_FILE).read_text().splitlines():
         part, status, seconds, budget, detail = (line.split("\t") + [""] * 5)[:5]
-        headline = HEADLINES.get(part, lambda _: "")(folder) if status != "skipped" else ""
+        parts.append(part)
+        headline = _headline(folder, part) if status != "skipped" else ""
         lines.append(f"| {part} | {status} | {seconds} ({budget}) | {'; '.join(filter(None, [detail, headline]))} |")
-    table = scenario_table(folder)
+    table = scenario_table(folder, parts)
     if table:
-        lines += ["", "## InfiniteTalk (random bf16 weights at real size)", "", *table]
+        lines += ["", "## Family GPU benchmarks (random weights at real size)", "", *table]
     lines += ["", "Each part's log is `<part>.log`; its results are in the folder of the same name."]
     text = "\n".join(lines) + "\n"
     (folder / "README.md").write_text(text)
