@@ -22,7 +22,15 @@ import torch
 from avatarstream.errors import InputError
 from avatarstream.families.base import OptionsLike
 from avatarstream.families.chunk_plan import ChunkPlan
-from avatarstream.families.demo_options import DEFAULT_CHUNK_FRAMES, DEFAULT_INTERP_FRAMES, DEFAULT_SHIFT, DEFAULT_STEPS, DEFAULTS, DemoOptions
+from avatarstream.families.demo_options import (
+    DEFAULT_CHUNK_FRAMES,
+    DEFAULT_INTERP_FRAMES,
+    DEFAULT_SHIFT,
+    DEFAULT_STEPS,
+    DEFAULTS,
+    MOTION_FRAMES,
+    DemoOptions,
+)
 from avatarstream.families.demo_parallel import split_a2v
 from avatarstream.families.demo_reference import choose_reference
 from avatarstream.families.options import FamilyOptions
@@ -50,8 +58,6 @@ from avatarstream.weights.sandbox import inside
 
 #: Weights trained by ``make train-demo`` and shipped with the package (see MODEL.md).
 SHIPPED_WEIGHTS = resources.files("avatarstream") / "assets" / "demo"
-#: Motion frames from the previous N-chunk that condition the next one.
-MOTION_FRAMES = 2
 #: The layout of a demo weights folder (config.json + one .safetensors per module); config.json names it.
 FORMAT_KEY, FORMAT_VERSION = "format_version", 1
 #: Folders of an InfiniteTalk download root, to name the right --model when one is given to demo.
@@ -177,14 +183,14 @@ class DemoFamily:
         """The resolution benchmark's models: (output size, a maker of this architecture at that size, random weights)."""
         from avatarstream.families.demo_bench import resolution_sweep
 
-        return resolution_sweep(self)
+        return resolution_sweep(self.config, type(self).random)
 
     @classmethod
     def production_model(cls) -> DemoFamily:
         """The gpu benchmark's model: this architecture at production size, random weights."""
         from avatarstream.families.demo_bench import production_model
 
-        return production_model(cls)
+        return production_model(cls.random)
 
 
 class DemoTinyFamily(DemoFamily):

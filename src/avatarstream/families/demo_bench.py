@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -25,15 +25,28 @@ import torch.nn.functional as F
 
 from avatarstream.families.base import OptionsLike
 from avatarstream.families.chunk_plan import ChunkPlan
-from avatarstream.families.demo import MOTION_FRAMES, DemoFamily
-from avatarstream.families.demo_options import DemoOptions
+from avatarstream.families.demo_options import MOTION_FRAMES, DemoOptions
 from avatarstream.models.demo import AudioEncoder, CausalVAE, DemoConfig, FlowMatchEuler, TextEncoder
+from avatarstream.pipeline.spec import PipelineSpec
+from avatarstream.runtime.module import Module
 from avatarstream.stages.common import image_to_video_tensor, video_to_frames
 from avatarstream.stages.demo.audio_to_video import sample_window
 from avatarstream.stages.seeding import seeded_noise
 
 
-def raw_frames(family: DemoFamily, reference_image: np.ndarray, samples: np.ndarray, *, options: OptionsLike = None, seed: int = 0) -> Iterator[np.ndarray]:
+class DemoModel(Protocol):
+    """What the benchmarks read of a demo family (``families.demo.DemoFamily``, which imports this module lazily)."""
+
+    config: DemoConfig
+    modules: dict[str, Module]
+
+    def build(self, options: DemoOptions) -> PipelineSpec: ...
+
+
+M = TypeVar("M")
+
+
+def raw_frames(family: DemoModel, reference_image: np.ndarray, samples: np.ndarray, *, options: OptionsLike = None, seed: int = 0) -> Iterator[np.ndarray]:
     """The frames ``options`` make (the settings the family's ``build`` resolves from them), from the models in a plain loop."""
     s: Mapping[str, Any] = family.build(DemoOptions.parse(options)).settings
     return _raw_loop(
@@ -43,7 +56,7 @@ def raw_frames(family: DemoFamily, reference_image: np.ndarray, samples: np.ndar
 
 @torch.inference_mode()
 def _raw_loop(
-    family: DemoFamily, reference_image: np.ndarray, samples: np.ndarray, *, chunk_frames: int, interp_frames: int, steps: int, shift: float, seed: int = 0
+    family: DemoModel, reference_image: np.ndarray, samples: np.ndarray, *, chunk_frames: int, interp_frames: int, steps: int, shift: float, seed: int = 0
 ) -> Iterator[np.ndarray]:
     cfg = family.config
     net = {name: module.network for name, module in family.modules.items()}
@@ -95,12 +108,11 @@ def _raw_loop(
             yield video_to_frames(video).cpu().numpy()
 
 
-def resolution_sweep(family: DemoFamily) -> list[tuple[int, Callable[[], DemoFamily]]]:
-    """Half, the same and one and a half times ``family``'s output size (square, px), each with the base DiT at half of it:
-    the same model widths with larger latents, random weights."""
-    base = family.config
+def resolution_sweep(base: DemoConfig, random: Callable[[DemoConfig], M]) -> list[tuple[int, Callable[[], M]]]:
+    """Half, the same and one and a half times ``base``'s output size (square, px), each with the base DiT at half of it:
+    the same model widths with larger latents, random weights (``random`` makes a model of a config)."""
     sizes = [base.image_size // 2, base.image_size, base.image_size * 3 // 2]
-    return [(size, partial(type(family).random, dataclasses.replace(base, image_size=size, base_size=size // 2))) for size in sizes]
+    return [(size, partial(random, dataclasses.replace(base, image_size=size, base_size=size // 2))) for size in sizes]
 
 
 def production_config() -> DemoConfig:
@@ -122,6 +134,6 @@ def production_config() -> DemoConfig:
     )
 
 
-def production_model(cls: type[DemoFamily]) -> DemoFamily:
-    """The demo architecture at production size (``production_config``), random weights."""
-    return cls.random(production_config())
+def production_model(random: Callable[[DemoConfig], M]) -> M:
+    """The demo architecture at production size (``production_config``), random weights (``random`` makes a model of a config)."""
+    return random(production_config())

@@ -10,6 +10,8 @@ DEFAULT_CHUNK_FRAMES = 12
 DEFAULT_INTERP_FRAMES = 3
 DEFAULT_STEPS = 4
 DEFAULT_SHIFT = 3.0
+#: Motion frames from the previous N-chunk that condition the next one.
+MOTION_FRAMES = 2
 DEFAULTS = {"chunk_frames": DEFAULT_CHUNK_FRAMES, "interp_frames": DEFAULT_INTERP_FRAMES, "steps": DEFAULT_STEPS, "shift": DEFAULT_SHIFT}
 
 
