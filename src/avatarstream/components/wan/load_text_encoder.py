@@ -11,8 +11,9 @@ same download (CLIP) are read the same way.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, UMT5Config, UMT5EncoderModel
@@ -23,6 +24,8 @@ from avatarstream.errors import InputError
 from avatarstream.weights.files import ShardedCheckpoint, StateDict, read_pth
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
 from avatarstream.weights.sandbox import all_inside, inside
+
+C = TypeVar("C")
 
 T5_NAME = "text encoder (UMT5-XXL)"
 
@@ -38,16 +41,21 @@ def load_text_encoder(base: Path, layout: Layout, dtype: torch.dtype) -> TextEnc
     return TextEncoder(network, tokenizer)
 
 
-def _load_wan_t5(path: Path, dtype: torch.dtype) -> UMT5EncoderModel:
+def read_wan_pth(path: Path, what: str, configure: Callable[[dict[str, tuple[int, ...]]], C], convert: Callable[[StateDict], StateDict]) -> tuple[C, StateDict]:
+    """A Wan ``.pth`` encoder checkpoint as a transformers config (from its tensors' shapes) and state dict; a missing or
+    malformed tensor is an InputError that says what the file should be (``what``)."""
     state = read_pth(path)
-    expected = f"expected Wan's UMT5-XXL encoder state dict ({T5_FILE})"
+    expected = f"expected {what}"
     try:
-        config = umt5_config_from_wan({key: tuple(tensor.shape) for key, tensor in state.items()})
-        tensors = convert_wan_t5_to_transformers(state)
+        return configure({key: tuple(tensor.shape) for key, tensor in state.items()}), convert(state)
     except KeyError as exc:
         raise InputError(f"{path} lacks tensor {exc}; {expected}") from exc
     except ValueError as exc:
         raise InputError(f"{path}: {exc}; {expected}") from exc
+
+
+def _load_wan_t5(path: Path, dtype: torch.dtype) -> UMT5EncoderModel:
+    config, tensors = read_wan_pth(path, f"Wan's UMT5-XXL encoder state dict ({T5_FILE})", umt5_config_from_wan, convert_wan_t5_to_transformers)
     with empty_weights():
         network = UMT5EncoderModel(config)
     loader = MetaLoader(network, T5_NAME, dtype)

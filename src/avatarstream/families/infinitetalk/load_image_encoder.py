@@ -16,7 +16,7 @@ import torch
 from transformers import CLIPVisionConfig, CLIPVisionModel
 
 from avatarstream.components.wan.layout import Layout
-from avatarstream.components.wan.load_text_encoder import config_from_dict, read_config, read_json
+from avatarstream.components.wan.load_text_encoder import config_from_dict, read_config, read_json, read_wan_pth
 from avatarstream.errors import InputError
 from avatarstream.families.infinitetalk.layout import CLIP_FILE
 from avatarstream.models.infinitetalk.image_encoder import (
@@ -27,7 +27,7 @@ from avatarstream.models.infinitetalk.image_encoder import (
     convert_open_clip_visual_to_transformers,
     vision_model_tensors,
 )
-from avatarstream.weights.files import ShardedCheckpoint, StateDict, read_pth
+from avatarstream.weights.files import ShardedCheckpoint, StateDict
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
 from avatarstream.weights.sandbox import inside
 
@@ -43,15 +43,8 @@ def load_image_encoder(base: Path, layout: Layout, dtype: torch.dtype) -> ImageE
 
 
 def _load_wan_clip(path: Path, dtype: torch.dtype) -> CLIPVisionModel:
-    state = read_pth(path)
-    expected = f"expected Wan's open-clip XLM-RoBERTa ViT-H/14 state dict ({CLIP_FILE})"
-    try:
-        config = clip_vision_config_from_wan({key: tuple(tensor.shape) for key, tensor in state.items()})
-        tensors = convert_open_clip_visual_to_transformers(state)
-    except KeyError as exc:
-        raise InputError(f"{path} lacks tensor {exc}; {expected}") from exc
-    except ValueError as exc:
-        raise InputError(f"{path}: {exc}; {expected}") from exc
+    what = f"Wan's open-clip XLM-RoBERTa ViT-H/14 state dict ({CLIP_FILE})"
+    config, tensors = read_wan_pth(path, what, clip_vision_config_from_wan, convert_open_clip_visual_to_transformers)
     return _fill_clip(config, [(path, tensors)], path, dtype)
 
 
