@@ -37,6 +37,7 @@ PACKAGE = Path(avatarstream.__file__).parent
 SHARED_LAYERS = (
     "api.py",
     "benchmarks",
+    "benchtools",
     "cli",
     "evaluation",
     "fleet",

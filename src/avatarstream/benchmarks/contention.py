@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from typing_extensions import Self
 
-from avatarstream.benchmarks.audio import bundled_speech, looped_array
+from avatarstream.benchtools.audio import bundled_speech, looped_array
 
 #: name -> (extra environment, extra render options); "{cores}" stands for this machine's core count
 VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {

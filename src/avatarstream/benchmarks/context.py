@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from avatarstream.benchmarks.audio import bundled_speech, looped
-from avatarstream.benchmarks.measure import measure
+from avatarstream.benchtools.audio import bundled_speech, looped
+from avatarstream.benchtools.measure import measure
 from avatarstream.errors import InputError
 from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family, optional

@@ -22,10 +22,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from avatarstream.benchmarks.audio import looped
 from avatarstream.benchmarks.context import BenchContext
-from avatarstream.benchmarks.measure import stage_named_for
 from avatarstream.benchmarks.parallel_model import ChunkWork, Link, layouts, table
+from avatarstream.benchtools.audio import looped
+from avatarstream.benchtools.measure import stage_named_for
 from avatarstream.families.base import Family
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.launch import torchrun_command

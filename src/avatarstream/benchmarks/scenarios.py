@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 
 from avatarstream.benchmarks import plots
-from avatarstream.benchmarks.audio import looped, looped_array
 from avatarstream.benchmarks.compare import compare_policies, standard_configs
 from avatarstream.benchmarks.contention import measure_contention, measure_load_memory
 from avatarstream.benchmarks.context import BenchContext
 from avatarstream.benchmarks.parallel_bench import measure_parallel
 from avatarstream.benchmarks.soak import SoakFailed, SoakSettings, measure_soak
+from avatarstream.benchtools.audio import looped, looped_array
 from avatarstream.errors import InputError
 from avatarstream.families.base import optional
 from avatarstream.families.registry import family_class, names, options_class

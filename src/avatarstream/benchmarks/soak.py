@@ -33,10 +33,10 @@ import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
 from avatarstream.benchmarks import plots
-from avatarstream.benchmarks.audio import bundled_speech
 from avatarstream.benchmarks.local_server import ServerProcess, free_port
 from avatarstream.benchmarks.soak_clients import RATE, SoakClients
 from avatarstream.benchmarks.trends import Tolerance, trend
+from avatarstream.benchtools.audio import bundled_speech
 from avatarstream.errors import AvatarStreamError
 from avatarstream.families.registry import DEFAULT_MODEL
 

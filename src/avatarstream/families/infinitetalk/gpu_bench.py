@@ -36,8 +36,8 @@ import psutil
 import torch
 from transformers import CLIPVisionConfig, CLIPVisionModel, UMT5Config, UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2Model
 
-from avatarstream.benchmarks.audio import bundled_speech, looped
-from avatarstream.benchmarks.gpu_run import (
+from avatarstream.benchtools.audio import bundled_speech, looped
+from avatarstream.benchtools.gpu_run import (
     GIB,
     Progress,
     back_on_device,
@@ -49,7 +49,7 @@ from avatarstream.benchmarks.gpu_run import (
     start_run,
     write_json,
 )
-from avatarstream.benchmarks.measure import measure, stage_named_for
+from avatarstream.benchtools.measure import measure, stage_named_for
 from avatarstream.components.wan.text_encoder import TextEncoder, umt5_config
 from avatarstream.components.wan.tiny_text_encoder import T5_BUCKETS, T5_FFN, T5_HEADS, T5_LAYERS, umt5_tokenizer
 from avatarstream.components.wan.vae import build_vae
@@ -233,7 +233,7 @@ def run_scenario(
         if pipeline is not None:
             pipeline.runtime.close()
         del pipeline
-        back_on_device(family, device)
+        back_on_device((module.network for module in family.modules.values()), device)
 
 
 def describe(scenario: Scenario) -> dict[str, Any]:

@@ -28,9 +28,9 @@ from typing import Any
 import torch
 from transformers import UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2FeatureExtractor, Wav2Vec2Model
 
-from avatarstream.benchmarks import gpu_run
-from avatarstream.benchmarks.audio import bundled_speech, looped
-from avatarstream.benchmarks.measure import measure
+from avatarstream.benchtools import gpu_run
+from avatarstream.benchtools.audio import bundled_speech, looped
+from avatarstream.benchtools.measure import measure
 from avatarstream.components.wan.config import VAEConfig
 from avatarstream.components.wan.text_encoder import TextEncoder, umt5_config
 from avatarstream.components.wan.tiny_text_encoder import T5_BUCKETS, T5_FFN, T5_HEADS, T5_LAYERS, umt5_tokenizer
@@ -137,7 +137,7 @@ def run_scenario(family: LiveAvatarFamily, plan: Plan, residency: str, device: t
         if pipeline is not None:
             pipeline.runtime.close()
         del pipeline
-        gpu_run.back_on_device(family, device)
+        gpu_run.back_on_device((module.network for module in family.modules.values()), device)
     block_s = [c["wall_s"] for c in report["chunks"]]
     steps, sink = kv_bytes(family.networks.dit.config, plan.size, family.networks.dit.dtype.itemsize)
     peak = report["peak_device_bytes"]

@@ -15,7 +15,7 @@ import json
 import platform
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,6 @@ import torch
 from torch import nn
 
 from avatarstream.errors import InputError
-from avatarstream.families.base import Family
 from avatarstream.runtime.devices import resolve_device
 
 GIB = 2**30
@@ -102,10 +101,10 @@ def reset_device_peak(device: torch.device) -> None:
         torch.cuda.reset_peak_memory_stats(device)
 
 
-def back_on_device(family: Family, device: torch.device) -> None:
+def back_on_device(networks: Iterable[nn.Module], device: torch.device) -> None:
     """Every network resident again, so each scenario starts from the same place and the last one's host copies can go."""
-    for module in family.modules.values():
-        module.network.to(device)
+    for network in networks:
+        network.to(device)
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
