@@ -35,7 +35,6 @@ from avatarstream.publish.sink import Sink, SinkReport
 from avatarstream.runtime.cpu_threads import cpu_report, set_threads
 from avatarstream.runtime.devices import resolve_device
 from avatarstream.runtime.launch import RankInfo, finish, init_rank
-from avatarstream.runtime.parallel import groups as parallel_groups
 from avatarstream.runtime.parallel.guard import stops_every_rank
 from avatarstream.runtime.policies import parse_residency
 from avatarstream.sources.audio_file import AudioFileSource, open_audio_file
@@ -126,7 +125,7 @@ def render(
     try:
         rank, run_device = init_rank(resolve_device(str(device)), parallel)
         try:
-            with contextlib.nullcontext() if rank.publishes else stops_every_rank(parallel_groups.current()):  # a follower's failure reaches rank 0
+            with contextlib.nullcontext() if rank.publishes else stops_every_rank(rank.groups):  # a follower's failure reaches rank 0
                 return _render(source, reference, outputs, rank, run_device, prompt=prompt, model=model, weights=weights,
                                model_options=model_options, residency=residency, overlap=overlap, compile=compile, seed=seed,
                                preset=preset, report=report, trace=trace, progress=progress)  # fmt: skip

@@ -25,7 +25,7 @@ def main(out: Path) -> None:
         with torch.inference_mode():
             outputs[name] = torch.cat([module.network(*inputs) for _ in range(2)])  # twice: resharded weights gather again
     save_file(outputs, str(out / f"dits.rank{info.rank}.safetensors"))
-    pipeline = deep_pipeline({"a2v_dit": "sharded", "sr_dit": "sharded:offload"})
+    pipeline = deep_pipeline({"a2v_dit": "sharded", "sr_dit": "sharded:offload"}, parallel=info.groups)
     if info.publishes:
         np.save(out / "frames.npy", render(pipeline))
         (out / "runtime.txt").write_text(

@@ -18,6 +18,7 @@ from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.publish.media import MediaChunk
 from avatarstream.runtime.device_ops import DeviceOps
 from avatarstream.runtime.module import Module
+from avatarstream.runtime.parallel.groups import ParallelGroups
 from avatarstream.sources.pcm import PcmBlock
 
 RATE = 16000
@@ -45,8 +46,12 @@ def speech(seconds: float) -> np.ndarray:
     return (0.5 * np.sin(2 * math.pi * 220 * t) * (0.5 + 0.5 * np.sin(2 * math.pi * 3 * t))).astype(np.float32)[None]
 
 
-def deep_pipeline(residency: dict[str, str] | None = None, family: DemoFamily | None = None, *, overlap: bool = False) -> Pipeline:
-    return build_pipeline(family or deep_family(), torch.device("cpu"), {"chunk_frames": 6, "interp_frames": 2}, residency=residency, overlap=overlap)
+def deep_pipeline(
+    residency: dict[str, str] | None = None, family: DemoFamily | None = None, *, overlap: bool = False, parallel: ParallelGroups | None = None
+) -> Pipeline:
+    return build_pipeline(
+        family or deep_family(), torch.device("cpu"), {"chunk_frames": 6, "interp_frames": 2}, residency=residency, overlap=overlap, parallel=parallel
+    )
 
 
 def request(pipeline: Pipeline, observers: Sequence[RunObserver] = (), seconds: float = 1.5) -> Iterator[MediaChunk]:

@@ -34,6 +34,7 @@ from avatarstream.models.infinitetalk.sampler import Guidance
 from avatarstream.models.liveavatar.dit import S2VDiT
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.launch import torchrun_command
+from avatarstream.runtime.parallel.groups import ParallelGroups
 from avatarstream.runtime.parallel.guidance import GuidedPredictions
 from avatarstream.sources.pcm import PcmBlock
 
@@ -67,12 +68,12 @@ def family(name: str, weights: Path | None) -> Family:
     return load_family("liveavatar" if name.startswith("liveavatar") else "infinitetalk", weights)
 
 
-def pipeline(fam: Family, name: str = "") -> Pipeline:
+def pipeline(fam: Family, name: str = "", parallel: ParallelGroups | None = None) -> Pipeline:
     """The case's pipeline; ``NAME-sharded`` puts the split DiT under FSDP2 too (sharded over each sequence-parallel group),
     ``liveavatar-2steps`` samples in 2 steps (so steps=2 has a rank per step)."""
     options = options_of(fam, name)
     dit = "a2v_dit" if fam.name == "demo" else "dit"
-    built = build_pipeline(fam, torch.device("cpu"), options, residency={dit: "sharded"} if name.endswith("-sharded") else None)
+    built = build_pipeline(fam, torch.device("cpu"), options, residency={dit: "sharded"} if name.endswith("-sharded") else None, parallel=parallel)
     built.prepare()
     return built
 

@@ -21,6 +21,7 @@ from avatarstream.models.liveavatar.dit import S2VDiT
 from avatarstream.pipeline import run as run_module
 from avatarstream.runtime.launch import finish, init_rank
 from avatarstream.runtime.parallel import groups, stage_pipe
+from avatarstream.runtime.parallel.groups import ParallelGroups
 from avatarstream.runtime.parallel.layout import parse_parallel
 
 COUNTS = {"all_to_all": 0, "all_gather": 0, "decoded": 0, "predictions": 0, "dit_forwards": 0}
@@ -36,11 +37,12 @@ def _counted(real, name: str):  # type: ignore[no-untyped-def]
     return count
 
 
-def _guidance_gathers(real):  # type: ignore[no-untyped-def]
-    """``real`` (dist.all_gather), counting the calls on the guidance group (sequence parallelism gathers on its own group)."""
+def _guidance_gathers(real, joined: list[ParallelGroups]):  # type: ignore[no-untyped-def]
+    """``real`` (dist.all_gather), counting the calls on the guidance group of the case's groups (the last ``joined``;
+    sequence parallelism gathers on its own group)."""
 
     def count(*args, **kwargs):  # type: ignore[no-untyped-def]
-        cfg_group = groups.current().cfg_group
+        cfg_group = joined[-1].cfg_group
         COUNTS["all_gather"] += cfg_group is not None and kwargs.get("group") is cfg_group
         return real(*args, **kwargs)
 
@@ -49,7 +51,8 @@ def _guidance_gathers(real):  # type: ignore[no-untyped-def]
 
 def main(out: Path, weights: Path, cases: list[str]) -> None:
     dist.all_to_all_single = _counted(dist.all_to_all_single, "all_to_all")  # the test checks the split really ran
-    dist.all_gather = _guidance_gathers(dist.all_gather)  # the guidance split gathered each step's predictions
+    joined: list[ParallelGroups] = []
+    dist.all_gather = _guidance_gathers(dist.all_gather, joined)  # the guidance split gathered each step's predictions
     run_module.send_decoded = _counted(run_module.send_decoded, "decoded")  # and that the decode rank decoded
     stage_pipe.send_decoded = _counted(stage_pipe.send_decoded, "decoded")  # (or, under steps=N, the last step's rank)
     S2VDiT.forward = _counted(S2VDiT.forward, "dit_forwards")  # type: ignore[method-assign]  # the steps each rank ran
@@ -60,18 +63,17 @@ def main(out: Path, weights: Path, cases: list[str]) -> None:
     for index, case in enumerate(cases):
         name, layout = case.split(":")
         layout = layout.replace("+", ",")
-        if index:
-            groups.join(parse_parallel(layout, info.world_size), groups.current().control)  # type: ignore[arg-type]
-        role = groups.current().role
+        joined.append(groups.join(parse_parallel(layout, info.world_size), info.groups.control) if index else info.groups)  # type: ignore[arg-type]
+        role = joined[-1].role
         fam = family(name, weights)
-        built = pipeline(fam, name)
+        built = pipeline(fam, name, joined[-1])
         before = dict(COUNTS)
         made = forward(fam, built) if role != "decode" else None
         if made is not None:
             save_file({"forward": made.contiguous()}, str(out / f"{case}.rank{info.rank}.safetensors"))
         if role == "lead":
             np.save(out / f"{case}.frames.npy", render(fam, built))
-            groups.current().control.shutdown()  # type: ignore[union-attr]
+            joined[-1].control.shutdown()  # type: ignore[union-attr]
         else:
             built.follow()
         for counter, count in COUNTS.items():

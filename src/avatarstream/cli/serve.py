@@ -20,6 +20,7 @@ from avatarstream.publish.options import add_ice_argument
 if TYPE_CHECKING:
     import torch
 
+    from avatarstream.runtime.parallel.groups import ParallelGroups
     from avatarstream.serve.settings import ServeSettings
 
 TOKEN_ENV = "AVATARSTREAM_TOKEN"
@@ -104,19 +105,18 @@ def run(args: argparse.Namespace) -> int:
     rank, device = init_rank(resolve_device(settings.device), args.parallel)
     try:
         if rank.publishes:
-            return _serve(args, settings, device)
-        from avatarstream.runtime.parallel import groups
+            return _serve(args, settings, device, rank.groups)
         from avatarstream.runtime.parallel.guard import stops_every_rank
         from avatarstream.serve.app import load_pipeline
 
-        with stops_every_rank(groups.current()):  # a failure here (even loading) reaches rank 0
-            load_pipeline(settings, device)[1].follow()  # every session rank 0 serves, until it stops
+        with stops_every_rank(rank.groups):  # a failure here (even loading) reaches rank 0
+            load_pipeline(settings, device, rank.groups)[1].follow()  # every session rank 0 serves, until it stops
         return 0
     finally:
         finish(rank)
 
 
-def _serve(args: argparse.Namespace, settings: ServeSettings, device: torch.device) -> int:
+def _serve(args: argparse.Namespace, settings: ServeSettings, device: torch.device, parallel: ParallelGroups) -> int:
     import uvicorn
 
     from avatarstream.serve.api_audio_ws import message_limit
@@ -126,7 +126,7 @@ def _serve(args: argparse.Namespace, settings: ServeSettings, device: torch.devi
     configure_logging(args.log_level)
     # uvicorn logs each WebSocket's URL (a session id, maybe a token) at info: keep its warnings only
     logging.getLogger("uvicorn.error").setLevel(max(logging.WARNING, logging.getLogger().level))
-    app = create_app(settings, device)
+    app = create_app(settings, device, parallel)
     host = f"[{args.host}]" if ":" in args.host else args.host
     event("listening", url=f"http://{host}:{args.port}/", docs=f"http://{host}:{args.port}/docs")
     print(f"avatarstream serve: open http://{host}:{args.port}/ (API docs at /docs)", flush=True)

@@ -32,7 +32,7 @@ def build_pipeline(
 ) -> Pipeline:
     """``family``'s pipeline for ``options`` on ``device``: weights placed by ``residency`` (module -> policy), final stages
     overlapped with the next chunk (``overlap``), the next chunk's context read ahead (``read_ahead``: file sources), the
-    work split as ``parallel`` says (the groups ``launch.init_rank`` made; None: this process's)."""
+    work split as ``parallel`` says (the groups ``launch.init_rank`` made, ``RankInfo.groups``; None: one process)."""
     from avatarstream.pipeline.pipeline import Pipeline
     from avatarstream.runtime.residency import Runtime
 

@@ -12,7 +12,9 @@ from collections.abc import Iterator, Sequence
 from avatarstream.errors import PipelineGraphError
 from avatarstream.pipeline.stage import PHASES, Phase, Stage
 
-#: Values the pipeline itself provides to each phase.
+#: Values the pipeline itself provides to each phase. They come from the chunk plan, not from one family: a final stage
+#: gets its piece's ``latents`` and ``frames_range``, and, to decode with the frames around it as context, the whole
+#: generated window the piece is cut from (``window_latents``) and where the piece starts in it (``window_offset``).
 PROVIDED: dict[Phase, frozenset[str]] = {
     "init": frozenset({"reference_image", "prompt"}),
     "chunk": frozenset({"chunk", "audio", "conditioning"}),

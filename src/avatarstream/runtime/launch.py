@@ -20,7 +20,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import torch
@@ -47,7 +47,7 @@ class RankInfo:
     world_size: int = 1
     binding: Binding | None = None
     layout: ParallelLayout = ParallelLayout()
-    groups: ParallelGroups | None = None  # the process groups of ``layout`` (None: one process)
+    groups: ParallelGroups = field(default_factory=parallel_groups.one_process)  # the process groups of ``layout``: pass them to ``build_pipeline``
 
     @property
     def publishes(self) -> bool:
@@ -146,9 +146,8 @@ def finish(info: RankInfo) -> None:
     """End this rank's part: rank 0 releases the followers; everyone leaves the group."""
     if not info.distributed:
         return
-    control = parallel_groups.current().control
+    control = info.groups.control
     if control is not None and info.publishes and dist.is_initialized():
         control.shutdown()
     if dist.is_initialized():
         dist.destroy_process_group()
-    parallel_groups.leave()

@@ -16,6 +16,7 @@ from avatarstream.errors import InputError
 from avatarstream.runtime.device_ops import DeviceOps
 from avatarstream.runtime.module import Module
 from avatarstream.runtime.offload import Offloaded
+from avatarstream.runtime.parallel.groups import ParallelGroups
 from avatarstream.runtime.policy import Residency, Resident
 from avatarstream.runtime.sharding import Sharded
 from avatarstream.runtime.streamed import Streamed
@@ -43,8 +44,8 @@ class PolicySpec:
         except InputError as exc:
             raise InputError(f"residency for {module!r}: {exc}") from None
 
-    def build(self, module: Module, ops: DeviceOps) -> Residency:
-        return self.policy(module, ops, **self.options)
+    def build(self, module: Module, ops: DeviceOps, parallel: ParallelGroups) -> Residency:
+        return self.policy.create(module, ops, parallel, **self.options)
 
 
 def _is_policy(text: str) -> bool:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from avatarstream.errors import InputError
 from avatarstream.runtime.device_ops import DeviceOps
 from avatarstream.runtime.module import Module
+from avatarstream.runtime.parallel.groups import ParallelGroups
 
 
 class Residency(ABC):
@@ -28,6 +29,11 @@ class Residency(ABC):
     def __init__(self, module: Module, ops: DeviceOps) -> None:
         self.module = module
         self.ops = ops
+
+    @classmethod
+    def create(cls, module: Module, ops: DeviceOps, parallel: ParallelGroups, **options: Any) -> Residency:
+        """The policy for ``module``; ``parallel``: the process groups of the run (a policy that spans processes uses them)."""
+        return cls(module, ops, **options)
 
     @classmethod
     def options(cls, text: str) -> dict[str, Any]:

@@ -65,8 +65,8 @@ class Runtime:
     def __init__(
         self, device: torch.device, policies: Mapping[str, str] | None = None, default: str = "resident", *, parallel: ParallelGroups | None = None
     ) -> None:
-        """``parallel``: how this process shares the session with others (the groups ``launch.init_rank`` made; None: this
-        process's current groups, one process unless it joined a layout)."""
+        """``parallel``: how this process shares the session with others (the groups ``launch.init_rank`` made; None: with no
+        other process)."""
         config = dict(policies or {})
         self.device = device
         self.ops = device_ops(device)
@@ -85,7 +85,7 @@ class Runtime:
         self._chunk_peak_weight_bytes = 0
         self._peak_device_bytes: int | None = None
         self._chunk_peak_device_bytes: int | None = None
-        self.parallel = parallel if parallel is not None else parallel_groups.current()
+        self.parallel = parallel if parallel is not None else parallel_groups.one_process()
 
     # -- policies -------------------------------------------------------------------------------
 
@@ -107,7 +107,7 @@ class Runtime:
                 spec = self._spec(module)
                 self._take_over(module, spec)
                 self.ops.choose_kernels(module.network)
-                found = spec.build(module, self.ops)
+                found = spec.build(module, self.ops, self.parallel)
                 self._residencies[module.name] = found
                 self._hooks[module.name] = self._watch(module.network)
             return found

@@ -28,12 +28,13 @@ from torch import nn
 from avatarstream.errors import InputError
 from avatarstream.runtime.device_ops import DeviceOps
 from avatarstream.runtime.module import Module
-from avatarstream.runtime.parallel import groups as parallel_groups
 from avatarstream.runtime.policy import Residency
 from avatarstream.runtime.streamed import blocks_of
 
 if TYPE_CHECKING:
     from torch.distributed.fsdp import FSDPModule, UnshardHandle
+
+    from avatarstream.runtime.parallel.groups import ParallelGroups
 
 PARAM_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 _sharded: weakref.WeakSet[nn.Module] = weakref.WeakSet()  # networks fully_shard has changed for good
@@ -108,7 +109,14 @@ class Sharded(Residency):
                 raise InputError(f"unknown sharded option {word!r}; use offload and/or {' or '.join(PARAM_DTYPES)}, joined by '+' (e.g. sharded:offload+bf16)")
         return options
 
-    def __init__(self, module: Module, ops: DeviceOps, offload: bool = False, param_dtype: torch.dtype | None = None) -> None:
+    @classmethod
+    def create(cls, module: Module, ops: DeviceOps, parallel: ParallelGroups, **options: Any) -> Sharded:
+        return cls(module, ops, group=parallel.shard_group, **options)  # inside the sequence-parallel group when a layout splits the session
+
+    def __init__(
+        self, module: Module, ops: DeviceOps, offload: bool = False, param_dtype: torch.dtype | None = None, group: dist.ProcessGroup | None = None
+    ) -> None:
+        """``group``: the processes the weights are sharded over (None: every process)."""
         super().__init__(module, ops)
         if not (dist.is_available() and dist.is_initialized()):
             raise InputError(f"module {module.name!r} is set to sharded, which needs one process per GPU: launch with --nproc N (or torchrun)")
@@ -118,7 +126,6 @@ class Sharded(Residency):
             raise InputError(f"module {module.name!r} cannot be sharded per block: it has no 'blocks' (an nn.ModuleList)")
         self.offload = offload or ops.device.type == "cpu"
         if not is_sharded(network):  # one taken over from an earlier runtime keeps the sharding it has
-            group = parallel_groups.current().shard_group  # inside the sequence-parallel group when a layout splits the session
             shard_network(network, ops.device, offload=self.offload, pin_memory=ops.pins_memory, param_dtype=param_dtype, group=group)
         from torch.distributed.fsdp import FSDPModule  # already imported by shard_network (now or for an earlier runtime)
 

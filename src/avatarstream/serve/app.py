@@ -38,6 +38,7 @@ from avatarstream.families.registry import load_family
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.runtime.devices import resolve_device
+from avatarstream.runtime.parallel.groups import ParallelGroups
 from avatarstream.serve import api_audio_ws, api_frames_ws, api_jobs, api_sessions, openapi
 from avatarstream.serve.audio_input import RATE
 from avatarstream.serve.auth import TokenCheck
@@ -61,22 +62,24 @@ STATIC = {
 }
 
 
-def load_pipeline(settings: ServeSettings, device: torch.device) -> tuple[Family, Pipeline]:
-    """The model and the pipeline every session shares (every rank of a ``--nproc`` server builds the same)."""
+def load_pipeline(settings: ServeSettings, device: torch.device, parallel: ParallelGroups | None = None) -> tuple[Family, Pipeline]:
+    """The model and the pipeline every session shares (every rank of a ``--nproc`` server builds the same, over its ``parallel``
+    groups)."""
     set_threads(settings.threads)
     options = settings.family_options()
     family = load_family(settings.model, settings.weights, options, device=device)
-    pipeline = build_pipeline(family, device, options)
+    pipeline = build_pipeline(family, device, options, parallel=parallel)
     if settings.compile:
         pipeline.compile()
     pipeline.prepare()
     return family, pipeline
 
 
-def create_app(settings: ServeSettings, device: torch.device | None = None) -> FastAPI:
-    """Load the model, build the shared pipeline and return the app (nothing listens yet); ``device``: this rank's, under torchrun."""
+def create_app(settings: ServeSettings, device: torch.device | None = None, parallel: ParallelGroups | None = None) -> FastAPI:
+    """Load the model, build the shared pipeline and return the app (nothing listens yet); ``device`` and ``parallel``: this
+    rank's device and process groups, under torchrun."""
     device = resolve_device(settings.device) if device is None else device
-    family, pipeline = load_pipeline(settings, device)
+    family, pipeline = load_pipeline(settings, device, parallel)
     options = settings.family_options()
     pipelines = Pipelines(
         family, device, options, pipeline, settings.preset, parallel=settings.processes > 1, retry_after_s=settings.retry_after_s, compile=settings.compile

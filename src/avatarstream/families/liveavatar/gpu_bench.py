@@ -48,7 +48,7 @@ from avatarstream.models.liveavatar.dit import FP32_PARAMETERS, S2VDiT
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.devices import synchronize
 from avatarstream.runtime.launch import RankInfo, finish, init_rank
-from avatarstream.runtime.parallel import groups
+from avatarstream.runtime.parallel.groups import ParallelGroups
 from avatarstream.weights.meta_load import empty_weights
 
 DTYPE = torch.bfloat16
@@ -104,28 +104,28 @@ def layout_for(gpus: int) -> tuple[str, int] | None:
     return ("sp=2", 2) if gpus >= 2 else None
 
 
-def _build(family: LiveAvatarFamily, plan: Plan, residency: str, device: torch.device) -> Pipeline:
-    pipeline = build_pipeline(family, device, {"size": list(plan.size)}, residency=RESIDENCIES[residency], overlap=True, read_ahead=True)
+def _build(family: LiveAvatarFamily, plan: Plan, residency: str, device: torch.device, parallel: ParallelGroups) -> Pipeline:
+    pipeline = build_pipeline(family, device, {"size": list(plan.size)}, residency=RESIDENCIES[residency], overlap=True, read_ahead=True, parallel=parallel)
     pipeline.prepare()
     return pipeline
 
 
-def follow_scenario(family: LiveAvatarFamily, plan: Plan, device: torch.device) -> None:
+def follow_scenario(family: LiveAvatarFamily, plan: Plan, device: torch.device, parallel: ParallelGroups) -> None:
     """A rank after 0 of a ``--parallel`` run: its part of rank 0's render."""
-    pipeline = _build(family, plan, "resident", device)
+    pipeline = _build(family, plan, "resident", device, parallel)
     try:
         pipeline.follow()
     finally:
         pipeline.runtime.close()
 
 
-def run_scenario(family: LiveAvatarFamily, plan: Plan, residency: str, device: torch.device) -> dict[str, Any]:
+def run_scenario(family: LiveAvatarFamily, plan: Plan, residency: str, device: torch.device, parallel: ParallelGroups) -> dict[str, Any]:
     width, height = plan.size
-    parallel = groups.current().layout.text() if groups.current().distributed else None
-    describe = {"size": [width, height], "residency": RESIDENCIES[residency], "audio_s": plan.seconds, "parallel": parallel}
+    layout = parallel.layout.text() if parallel.distributed else None
+    describe = {"size": [width, height], "residency": RESIDENCIES[residency], "audio_s": plan.seconds, "parallel": layout}
     pipeline = None
     try:
-        pipeline = _build(family, plan, residency, device)
+        pipeline = _build(family, plan, residency, device, parallel)
         synchronize(device)
         gpu_run.reset_device_peak(device)
         report = measure(pipeline, family.reference(None, {"size": [width, height]}), looped(bundled_speech(SAMPLE_RATE), SAMPLE_RATE, plan.seconds))
@@ -177,7 +177,7 @@ def _run(args: argparse.Namespace, progress: gpu_run.Progress, device: torch.dev
     synchronize(device)
     family = LiveAvatarFamily.from_networks(networks, f"random {'tiny' if args.tiny else 'real-size'} weights")
     if not info.publishes:
-        follow_scenario(family, plan, device)
+        follow_scenario(family, plan, device, info.groups)
         return {}
     args.out.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {
@@ -197,7 +197,7 @@ def _run(args: argparse.Namespace, progress: gpu_run.Progress, device: torch.dev
             result["scenarios"][residency] = {"status": "skipped", "reason": f"time budget of {args.budget_s:g} s spent"}
             continue
         progress(f"running: {residency} at {plan.size[0]}x{plan.size[1]}")
-        record = result["scenarios"][residency] = run_scenario(family, plan, residency, device)
+        record = result["scenarios"][residency] = run_scenario(family, plan, residency, device, info.groups)
         if record["status"] == "ok":
             progress(
                 f"  -> ttff {record['ttff_s']:.2f} s, {record['fps_out']:.2f} fps, steady {record['steady_fps']:.1f} fps, peak {record['peak_device_gib']} GiB"

@@ -3,9 +3,11 @@
 Generating ranks are numbered ``cfg_index * sp + sp_index`` (or
 ``step * sp + sp_index`` under ``steps=N``); the decode rank, when there is
 one, is the last. Every rank creates every group (torch
-requires it) in one fixed order. ``current()`` is what the runtime of each
-pipeline built in this process uses; a process that never joined a group
-gets the one-process layout, in which every split is a no-op.
+requires it) in one fixed order. The groups are passed in where they are
+used (``launch.RankInfo.groups`` -> ``build_pipeline(parallel=...)`` -> the
+runtime, its policies and the strategies), never read from a global: a
+process that joined no layout uses ``one_process()``, in which every split is
+a no-op.
 """
 
 from __future__ import annotations
@@ -63,16 +65,13 @@ class ParallelGroups:
         return self.layout.steps > 1 and self.rank == self.layout.last_step_rank
 
 
-_current = ParallelGroups(ParallelLayout())
-
-
-def current() -> ParallelGroups:
-    return _current
+def one_process() -> ParallelGroups:
+    """The groups of a process that shares its session with no other: every split is a no-op."""
+    return ParallelGroups(ParallelLayout())
 
 
 def join(layout: ParallelLayout, control: ControlChannel) -> ParallelGroups:
-    """Make this process's groups for ``layout`` (the default group must be up) and make them ``current()``."""
-    global _current
+    """Make this process's groups for ``layout`` (the default group must be up)."""
     groups = ParallelGroups(layout, dist.get_rank(), dist.get_world_size(), control=control)
     if layout.splits:
         _join_axes(groups, layout)
@@ -81,7 +80,6 @@ def join(layout: ParallelLayout, control: ControlChannel) -> ParallelGroups:
             groups.shard_group = dist.new_group([groups.rank], use_local_synchronization=True)
     else:
         groups.shard_group = dist.group.WORLD
-    _current = groups
     return groups
 
 
@@ -111,8 +109,3 @@ def _join_roles(groups: ParallelGroups, layout: ParallelLayout) -> None:
     elif layout.decode_rank is not None:
         pair = [0, layout.decode_rank]
         groups.to_decoder, groups.from_decoder = dist.new_group(pair), dist.new_group(pair)
-
-
-def leave() -> None:
-    global _current
-    _current = ParallelGroups(ParallelLayout())
