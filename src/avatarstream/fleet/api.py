@@ -34,7 +34,7 @@ from avatarstream.serve.app import add_handlers
 from avatarstream.serve.context import form_body
 from avatarstream.serve.model_options import parse_model_options
 from avatarstream.serve.problems import NotFound
-from avatarstream.serve.schemas import AudioQueued, Interrupted, Problem
+from avatarstream.serve.schemas import AudioQueued, Ending, Interrupted, Problem
 from avatarstream.serve.uploads import check_image_type
 
 
@@ -91,10 +91,17 @@ async def close_session(sid: str, fleet: FleetDep) -> dict[str, Any]:
 async def upload_audio(sid: str, request: Request, fleet: FleetDep) -> AudioQueued:
     """As on the single server: a multipart form with the file in field ``audio``, or the file itself as the body."""
     session = fleet.get(sid)
+    fleet.check_takes_speech(session)
     clip = await api_audio.receive_clip(request, session.folder, fleet.settings.serve.max_upload_bytes)
     await session.feed.put(clip)
     queued = float(session.info["stats"]["queued_audio_s"]) + (clip.duration_s or 0.0)
     return AudioQueued(clip_s=None if clip.duration_s is None else round(clip.duration_s, 3), queued_audio_s=round(queued, 3))
+
+
+@router.post("/{sid}/end", status_code=202, response_model=Ending, responses=ERRORS, summary="End after the queued speech")
+async def end_session(sid: str, fleet: FleetDep) -> dict[str, Any]:
+    """As on the single server: no more audio, the queued speech is spoken, then the session closes with every output final."""
+    return await fleet.end(fleet.get(sid))
 
 
 @router.post("/{sid}/interrupt", response_model=Interrupted, responses=ERRORS, summary="Drop queued speech")

@@ -1,7 +1,7 @@
 """The audio WebSocket and uploads at the ingress: decoded here, then sent on to the session's replica in order.
 
 The protocol is the single server's (serve/api_audio_ws.py): binary PCM of the
-query's format or whole encoded clips, JSON ``interrupt`` controls, events back.
+query's format or whole encoded clips, JSON ``interrupt`` and ``end`` controls, events back.
 When the session's replica is lost the socket closes with 1012 and the
 session resumes elsewhere: reconnect to the same URL and go on sending from
 ``speech_received_s`` of the session's JSON (what the fleet had taken).
@@ -54,6 +54,7 @@ async def audio_socket(ws: WebSocket, sid: str, format: str = "s16le", rate: int
 
 async def _receive(ws: WebSocket, fleet: Fleet, session: FleetSession, decoder: PcmDecoder | None) -> int:
     async def speak(data: bytes) -> None:
+        fleet.check_takes_speech(session)
         if decoder is None:
             await session.feed.put(await asyncio.to_thread(store_clip, data, session.folder))
             return
@@ -64,7 +65,8 @@ async def _receive(ws: WebSocket, fleet: Fleet, session: FleetSession, decoder: 
     def touch() -> None:
         session.last_active = time.monotonic()
 
-    return await receive_messages(ws, message_limit(fleet.settings.serve.max_upload_bytes), touch, speak, lambda: fleet.interrupt(session))
+    controls = {"interrupt": lambda: fleet.interrupt(session), "end": lambda: fleet.end(session)}
+    return await receive_messages(ws, message_limit(fleet.settings.serve.max_upload_bytes), touch, speak, controls)
 
 
 async def _send_events(ws: WebSocket, events: asyncio.Queue[dict[str, Any] | Close], closed_here: list[Close]) -> None:

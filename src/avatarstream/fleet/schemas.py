@@ -16,7 +16,7 @@ class Placement(BaseModel):
 
 
 class FleetSessionInfo(SessionInfo):
-    state: Literal["running", "resuming", "done", "closed", "failed"]  # type: ignore[assignment]  # a fleet adds "resuming"
+    state: Literal["running", "ending", "resuming", "done", "closed", "failed"]  # type: ignore[assignment]  # a fleet adds "resuming"
     placement: Placement
     resumes: int = Field(description="times the session moved to another replica after its replica or node was lost")
     resumed_from_frame: int | None = Field(description="the frame the last resume went on from: the saved state's (None: never resumed)")

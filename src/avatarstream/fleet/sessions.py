@@ -30,7 +30,7 @@ from avatarstream.fleet.speech import SpeechLog
 from avatarstream.serve.audio_input import RATE, ClipSegment
 from avatarstream.serve.auth import TokenCheck
 from avatarstream.serve.logs import event
-from avatarstream.serve.problems import Busy, NotFound, ServeError
+from avatarstream.serve.problems import Busy, Conflict, NotFound, ServeError
 from avatarstream.serve.session import EVENT_QUEUE, SavedSession
 
 ROUTES = {"live": "sessions", "batch": "jobs"}  # where each mode lives in the HTTP API, on the fleet and on a replica
@@ -70,6 +70,7 @@ class FleetSession:
         self.speech = SpeechLog()
         self.feed: asyncio.Queue[Item] = asyncio.Queue(maxsize=64)
         self.attached = asyncio.Event()  # a replica is reachable (cleared while resuming)
+        self.ending = False  # POST /end: no more speech is taken; the replica speaks what it has, then closes
         self.listeners: set[asyncio.Queue[dict[str, Any] | Close]] = set()
         self.sockets = 0
         self.last_active = time.monotonic()
@@ -112,7 +113,7 @@ class FleetSession:
         base = f"/{ROUTES[self.request.mode]}/{self.id}"
         links = {"self": base}
         if "audio_ws" in local:
-            links |= {"audio_ws": f"{base}/audio", "audio_upload": f"{base}/audio", "interrupt": f"{base}/interrupt"}
+            links |= {"audio_ws": f"{base}/audio", "audio_upload": f"{base}/audio", "interrupt": f"{base}/interrupt", "end": f"{base}/end"}
         links |= {name: self.base_url + local[name] for name in ("preview", "hls", "webrtc", "video", "frames_ws") if name in local}
         state = self.state if self.state in ("resuming", "failed") else info["state"]
         return info | {
@@ -296,12 +297,26 @@ class Fleet:
             with contextlib.suppress(NotFound):
                 await self.close(fid)
 
+    def check_takes_speech(self, session: FleetSession) -> None:
+        """Refuse speech once the session is ending (as the single server does)."""
+        if session.ending:
+            raise Conflict("this session is ending: it speaks what was queued, then closes; open a new session to say more")
+
+    async def end(self, session: FleetSession) -> dict[str, Any]:
+        """Take no more speech, hand what the ingress holds to the replica, then end it there after its queue."""
+        session.ending = True
+        await session.feed.join()  # every piece taken so far reaches the replica before it is told to end
+        await session.attached.wait()
+        ending: dict[str, Any] = await session.link.request("POST", "/end")
+        return ending | {"id": session.id}
+
     async def interrupt(self, session: FleetSession) -> dict[str, Any]:
         """Drop the speech waiting here and at the replica; what the replica already handed to the model still plays."""
         while not session.feed.empty():
             item = session.feed.get_nowait()
             if isinstance(item, ClipSegment):
                 item.close()
+            session.feed.task_done()
         session.speech.drop_all()
         return await session.link.request("POST", "/interrupt")
 
@@ -400,14 +415,17 @@ class Fleet:
         """Speech from the clients, in order, to the replica; each piece is logged first, so a resume can send it again."""
         while True:
             item = await session.feed.get()
-            if isinstance(item, ClipSegment):
-                try:
-                    while (piece := await asyncio.to_thread(item.read, PIECE)).size:
-                        await self._forward(session, piece)
-                finally:
-                    item.close()
-            else:
-                await self._forward(session, item)
+            try:
+                if isinstance(item, ClipSegment):
+                    try:
+                        while (piece := await asyncio.to_thread(item.read, PIECE)).size:
+                            await self._forward(session, piece)
+                    finally:
+                        item.close()
+                else:
+                    await self._forward(session, item)
+            finally:
+                session.feed.task_done()
 
     async def _forward(self, session: FleetSession, samples: np.ndarray) -> None:
         await session.attached.wait()
@@ -441,6 +459,8 @@ class Fleet:
         again = session.speech.since(session.saved.speech_done if session.saved is not None else 0)
         if again.size:
             await session.link.send(again)
+        if session.ending:  # it was ending on the lost replica: the new one ends after the speech sent again
+            await session.link.request("POST", "/end")
         session.resumes += 1
         session.resumed_from = session.saved.state.published_frames if session.saved is not None else 0
         session.state = "running"

@@ -2,7 +2,8 @@
 
 Binary messages are raw PCM in the format of the query (``format=s16le|f32le``,
 ``rate``, ``channels``) or, with ``format=encoded``, one whole WAV/MP3/FLAC/OGG
-clip each. Text messages are JSON controls: ``{"type": "interrupt"}``. The
+clip each. Text messages are JSON controls: ``{"type": "interrupt"}`` and
+``{"type": "end"}`` (speak what is queued, then close). The
 server sends ``frames`` events as video is published, ``interrupted``,
 ``error`` (bad data: the session goes on) and ``closed`` (ws_messages.py;
 docs/api.md). A socket that drops
@@ -15,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
 from fastapi import APIRouter, WebSocket
@@ -30,7 +31,7 @@ from avatarstream.serve.context import ServerContext
 from avatarstream.serve.problems import Conflict, ServeError
 from avatarstream.serve.session import Session
 from avatarstream.serve.uploads import store_clip
-from avatarstream.serve.ws_messages import ErrorEvent, InterruptCommand
+from avatarstream.serve.ws_messages import CLIENT_MESSAGES, ErrorEvent
 
 router = APIRouter()
 CLEAN_CLOSES = {1000, 1001}
@@ -107,6 +108,7 @@ async def _receive(ws: WebSocket, server: ServerContext, session: Session, decod
         session.check_audio_rate(decoder.rate)
 
     async def speak(data: bytes) -> None:
+        session.check_takes_speech()
         if decoder is not None:  # PCM is held in memory: its length counts against the queue limit before it is decoded
             await live.wait_for_room(decoder.seconds(data))
             segment: PcmSegment | ClipSegment = PcmSegment(decoder.decode(data))
@@ -114,15 +116,20 @@ async def _receive(ws: WebSocket, server: ServerContext, session: Session, decod
             segment = await server.blocking(store_clip, data, session.folder)
             session.check_audio_rate(segment.sample_rate)
             await live.wait_for_room()
+        session.check_takes_speech()  # it may have begun to end while this piece waited for room
         live.push(segment)
 
     async def interrupt() -> None:
         session.interrupt()
 
+    async def end() -> None:
+        session.end()
+
     def touch() -> None:
         session.last_active = time.monotonic()
 
-    return await receive_messages(ws, message_limit(server.settings.max_upload_bytes), touch, speak, interrupt, lambda: session.id not in server.manager.active)
+    controls = {"interrupt": interrupt, "end": end}
+    return await receive_messages(ws, message_limit(server.settings.max_upload_bytes), touch, speak, controls, lambda: session.id not in server.manager.active)
 
 
 def message_limit(max_upload_bytes: int) -> int:
@@ -135,11 +142,11 @@ async def receive_messages(
     limit: int,
     touch: Callable[[], None],
     speak: Callable[[bytes], Awaitable[None]],
-    interrupt: Callable[[], Awaitable[Any]],
+    controls: Mapping[str, Callable[[], Awaitable[Any]]],
     ended: Callable[[], bool] = lambda: False,
 ) -> int:
-    """The socket's protocol (the single server's and the fleet's): binary audio to ``speak``, JSON controls to ``interrupt``,
-    a bad message answered with an error event. Returns the client's close code (1000 once ``ended``)."""
+    """The socket's protocol (the single server's and the fleet's): binary audio to ``speak``, JSON controls to ``controls``
+    by their type, a bad message answered with an error event. Returns the client's close code (1000 once ``ended``)."""
     while True:
         message = await ws.receive()
         if message["type"] == "websocket.disconnect":
@@ -152,19 +159,20 @@ async def receive_messages(
                     raise InputError(f"message of {len(data)} bytes is over the limit of {limit} bytes; send smaller pieces")
                 await speak(data)
             elif text is not None:
-                _check_control(text)
-                await interrupt()
+                await controls[_control_type(text)]()
         except (InputError, ServeError) as err:  # ServeError: the fleet's replica refused (its session is resuming, say)
             await _send(ws, ErrorEvent(message=str(err)).model_dump())
         if ended():
             return 1000
 
 
-def _check_control(text: str) -> None:
-    try:
-        InterruptCommand.model_validate_json(text)
-    except ValidationError:
-        raise InputError('text messages are JSON controls: {"type": "interrupt"}') from None
+def _control_type(text: str) -> str:
+    """The type of a valid control message."""
+    for command in CLIENT_MESSAGES:
+        with contextlib.suppress(ValidationError):
+            kind: str = command.model_validate_json(text).type  # type: ignore[attr-defined]
+            return kind
+    raise InputError('text messages are JSON controls: {"type": "interrupt"} or {"type": "end"}')
 
 
 async def _send_events(ws: WebSocket, events: asyncio.Queue[dict[str, Any]]) -> None:

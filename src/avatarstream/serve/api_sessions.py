@@ -21,7 +21,7 @@ from avatarstream.serve.context import Blocking, Server, ServerContext, authoriz
 from avatarstream.serve.model_options import FIELD_HELP as MODEL_OPTIONS_HELP
 from avatarstream.serve.model_options import MAX_TEXT as MODEL_OPTIONS_MAX
 from avatarstream.serve.problems import Conflict, NotFound
-from avatarstream.serve.schemas import AudioQueued, Interrupted, Outputs, Problem, SessionInfo
+from avatarstream.serve.schemas import AudioQueued, Ending, Interrupted, Outputs, Problem, SessionInfo
 from avatarstream.serve.session import Mode, SavedSession, Session
 from avatarstream.serve.uploads import AUDIO_TYPES, check_audio_type, open_upload_audio, reference_image, save_body, save_upload
 
@@ -184,6 +184,7 @@ async def upload_audio(sid: str, request: Request, server: Server) -> AudioQueue
 
     It is queued after what is already queued and spoken in real time."""
     session = server.manager.get(sid, "live")
+    session.check_takes_speech()
     path = await receive_audio(request, session.folder, server.settings.max_upload_bytes, server.blocking)
     source = await server.blocking(open_upload_audio, path)
     clip = ClipSegment(source, path)
@@ -194,6 +195,9 @@ async def upload_audio(sid: str, request: Request, server: Server) -> AudioQueue
         clip.close()
         raise
     assert live is not None
+    if live.ending:  # ended while the body arrived
+        clip.close()
+        session.check_takes_speech()
     live.push(clip)
     return AudioQueued(clip_s=None if clip.duration_s is None else round(clip.duration_s, 3), queued_audio_s=round(live.queued_s, 3))
 
@@ -213,6 +217,14 @@ async def receive_audio(request: Request, folder: Path, max_bytes: int, blocking
         return await blocking(save_upload, upload, folder, max_bytes)
     finally:
         await form.close()
+
+
+@router.post("/{sid}/end", status_code=202, response_model=Ending, responses=ERRORS, summary="End after the queued speech")
+async def end_session(sid: str, server: Server) -> Ending:
+    """Take no more audio, speak what is queued, then close and finalize every output (the video keeps the last words).
+    DELETE closes at once instead. Poll the session (or read the audio socket's ``closed`` event) to see it end."""
+    session = server.manager.get(sid, "live")
+    return Ending(id=sid, state="ending", remaining_s=session.end())
 
 
 @router.post("/{sid}/interrupt", response_model=Interrupted, responses=ERRORS, summary="Drop queued speech")

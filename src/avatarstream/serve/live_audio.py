@@ -7,7 +7,8 @@ and how much finished video piles up. With nothing queued it hands out
 silence, so the avatar keeps moving while nobody speaks. When the pipeline
 asks for audio whose time has already passed, playback has stalled: that is
 an underrun; it is counted and the clock is moved on, so idle time is never
-generated as a backlog.
+generated as a backlog. ``end()`` lets the speech already queued play out and
+then ends the stream (``close()`` ends it at once).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class LiveAudio:
         self._t0: float | None = None  # wall time of media sample 0 (moved on at underruns)
         self._fed = 0  # samples handed to the pipeline
         self._closed = asyncio.Event()
+        self._ending = False  # end(): no more speech is taken; the stream ends once the queue is spoken
         self._room = asyncio.Event()
         self._room.set()
         self.underruns = 0
@@ -99,8 +101,8 @@ class LiveAudio:
     # -- the client's side ----------------------------------------------------------------------
 
     def push(self, segment: Segment) -> None:
-        """Queue speech after what is already queued."""
-        if self._closed.is_set():
+        """Queue speech after what is already queued (dropped once the stream is closed or ending)."""
+        if self._closed.is_set() or self._ending:
             segment.close()
             return
         if self.first_speech_at is None:
@@ -111,7 +113,7 @@ class LiveAudio:
     async def wait_for_room(self, seconds: float = 0.0) -> None:
         """Wait until ``seconds`` more fit under ``max_queued_s`` (backpressure for fast senders); a piece longer than the
         whole limit waits for an empty queue. Returns at once when the stream is closed."""
-        while not self._closed.is_set() and self.queued_s > 0 and self.queued_s + seconds > self.max_queued_s:
+        while not (self._closed.is_set() or self._ending) and self.queued_s > 0 and self.queued_s + seconds > self.max_queued_s:
             self._room.clear()
             closed = asyncio.ensure_future(self._closed.wait())
             try:
@@ -125,6 +127,18 @@ class LiveAudio:
         now = self._media_now()
         fed_s = self._fed / RATE
         return Interruption(round(dropped, 3), math.ceil(fed_s * self.fps), round(max(fed_s - now, 0.0), 3))
+
+    def end(self) -> float:
+        """Take no more speech; the stream ends after the queued speech. Returns the media seconds still to hand out and
+        play: the queue, and what was handed out ahead of the wall clock."""
+        self._ending = True
+        self._room.set()  # a sender waiting for room gets its answer now (it is refused)
+        return self.queued_s + max(self._fed / RATE - self._media_now(), 0.0)
+
+    @property
+    def ending(self) -> bool:
+        """``end()`` was called: pushes are refused by the session's routes, and the stream ends once the queue is spoken."""
+        return self._ending
 
     def close(self) -> None:
         """End the stream: the pipeline's next pull ends it, and a waiting pull wakes at once."""
@@ -168,6 +182,8 @@ class LiveAudio:
             if samples.size:
                 self._mark_speech(samples.size)
                 self._speech_done += samples.size
+            elif self._ending:  # the last queued speech has been handed out
+                break
             else:
                 samples = np.zeros(min(room, self._block), np.float32)
             self._fed += samples.size

@@ -57,7 +57,9 @@ class SessionInfo(BaseModel):
     id: str
     log_id: str = Field(description="the name the server's log lines give this session (its id itself is never logged)")
     mode: Literal["live", "batch"]
-    state: Literal["running", "done", "closed", "failed"]
+    state: Literal["running", "ending", "done", "closed", "failed"] = Field(
+        description="ending: POST /end was called, the queued speech is being rendered; done: the audio ended and every output is final"
+    )
     error: str | None = None
     outputs: Outputs
     links: dict[str, str] = Field(description="where to send audio, watch, download")
@@ -73,6 +75,14 @@ class Interrupted(BaseModel):
     dropped_s: float = Field(description="queued speech that was dropped")
     idle_from_frame: int = Field(description="the first frame without speech")
     idle_in_s: float = Field(description="how far ahead of the wall clock that frame is (at most the look-ahead)")
+
+
+class Ending(BaseModel):
+    id: str
+    state: Literal["ending"]
+    remaining_s: float = Field(
+        description="estimated seconds until the session closes: its queued speech at the pace it has been generating (real time, or slower)"
+    )
 
 
 class AudioQueued(BaseModel):

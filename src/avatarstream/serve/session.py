@@ -33,6 +33,7 @@ from avatarstream.serve.media_watch import MediaWatchers
 from avatarstream.serve.metrics import FrameRate, ServeMetrics
 from avatarstream.serve.outputs import FramesOnly, SessionOutputs
 from avatarstream.serve.pipelines import Built, Pipelines
+from avatarstream.serve.problems import Conflict
 from avatarstream.serve.schemas import Outputs, SessionInfo, Stats
 from avatarstream.serve.ws_messages import ErrorEvent, FramesEvent, InterruptedEvent
 from avatarstream.sources.pcm import PcmBlock
@@ -169,6 +170,26 @@ class Session:
         if self.task is not None and not self._in_submit:
             self.task.cancel()
 
+    def end(self) -> float:
+        """Take no more speech, speak what is queued, then end the run (its outputs are finalized as at any end). Returns
+        the estimated seconds until then: the media still to play, at the pace the session has been generating."""
+        assert self.live is not None
+        media_s = self.live.end()
+        generated_fps = self.rate.rate()
+        speed = min(1.0, generated_fps / self.pipeline.fps) if generated_fps > 0 else 1.0
+        remaining_s = round(media_s / speed, 3)
+        event("session ending", session=self.log_id, remaining_s=remaining_s)
+        return remaining_s
+
+    @property
+    def ending(self) -> bool:
+        return self.live is not None and self.live.ending
+
+    def check_takes_speech(self) -> None:
+        """Refuse speech once the session is ending."""
+        if self.ending:
+            raise Conflict("this session is ending: it speaks what was queued, then closes; open a new session to say more")
+
     def interrupt(self) -> Interruption:
         """Drop the queued speech of a live session and tell its listeners."""
         assert self.live is not None
@@ -260,6 +281,7 @@ class Session:
                 "frames_ws": f"{base}/frames",
                 "audio_upload": f"{base}/audio",
                 "interrupt": f"{base}/interrupt",
+                "end": f"{base}/end",
                 "preview": f"/#session={self.id}",
             }
         if self.outputs.hls_dir is not None:
@@ -283,7 +305,7 @@ class Session:
             hls_ready=self.outputs.hls_dir is not None and (self.outputs.hls_dir / PLAYLIST).is_file(),
         )
         return SessionInfo(
-            id=self.id, log_id=self.log_id, mode=self.mode, state=self.state, error=self.error, outputs=self.spec, links=links, stats=stats,
+            id=self.id, log_id=self.log_id, mode=self.mode, state="ending" if self.state == "running" and self.ending else self.state, error=self.error, outputs=self.spec, links=links, stats=stats,
             warnings=self.warnings.list(),
         )  # fmt: skip
 

@@ -260,7 +260,8 @@ class SessionManager:
         """Close live sessions nobody has touched for the idle timeout; forget expired records."""
         now = time.monotonic()
         for session in list(self.active.values()):
-            if session.mode == "live" and session.sockets == session.watchers == 0 and now - session.last_active > self.settings.idle_timeout_s:
+            idle = session.sockets == session.watchers == 0 and now - session.last_active > self.settings.idle_timeout_s
+            if session.mode == "live" and idle and not session.ending:  # an ending session closes on its own
                 event("session idle", session=session.log_id, idle_timeout_s=self.settings.idle_timeout_s)
                 await self.close_if_running(session.id)
         for sid in [sid for sid, e in self.ended.items() if e.expires < now]:

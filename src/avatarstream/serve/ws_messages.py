@@ -14,6 +14,13 @@ class InterruptCommand(BaseModel):
     type: Literal["interrupt"]
 
 
+class EndCommand(BaseModel):
+    """Client -> server (a text message): take no more audio, speak what is queued, then close, as POST /sessions/{id}/end."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["end"]
+
+
 class FramesEvent(BaseModel):
     """Server -> client: frames were published (one message per chunk)."""
 
@@ -49,4 +56,4 @@ class ClosedEvent(BaseModel):
 
 
 SERVER_EVENTS: tuple[type[BaseModel], ...] = (FramesEvent, InterruptedEvent, ErrorEvent, ClosedEvent)
-CLIENT_MESSAGES: tuple[type[BaseModel], ...] = (InterruptCommand,)
+CLIENT_MESSAGES: tuple[type[BaseModel], ...] = (InterruptCommand, EndCommand)
