@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,13 +21,14 @@ FLAGS = [
 
 
 @contextmanager
-def chromium_page(profile: Path) -> Iterator[object]:
-    """A page in headless /usr/bin/chromium (Playwright never downloads a browser here)."""
+def chromium_page(profile: Path, args: Sequence[str] = ()) -> Iterator[object]:
+    """A page in headless /usr/bin/chromium (Playwright never downloads a browser here); ``args`` adds Chromium flags
+    (a fake microphone, say)."""
     require_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS)
+        context = playwright.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, headless=True, args=[*FLAGS, *args])
         try:
             yield context.new_page()
         finally:

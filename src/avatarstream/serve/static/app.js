@@ -1,9 +1,9 @@
-// The page at /: open a session, play its HLS stream, speak a file or the microphone into it.
+// The page at /: open a session, play its HLS stream, speak a file or the microphone into it, end it and download its MP4.
 // window.avatarPage holds what the page shows, so a test reads the same numbers a person sees.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const page = (window.avatarPage = { sessionId: null, info: null, playedFrames: 0, error: null });
+const page = (window.avatarPage = { sessionId: null, info: null, playedFrames: 0, micSentS: 0, video: null, error: null });
 let hls = null;
 let mic = null;
 let poller = null;
@@ -32,9 +32,11 @@ async function api(method, path, body, contentType) {
   return data;
 }
 
-function enable(running) {
-  $("start").disabled = running;
-  for (const id of ["close", "file", "speak", "mic", "interrupt"]) $(id).disabled = !running;
+// phase: "idle" (no session), "running", or "ending" (it says what is queued, then closes: no more speech is taken).
+function enable(phase) {
+  $("start").disabled = $("record").disabled = phase !== "idle";
+  $("close").disabled = phase === "idle";
+  for (const id of ["end", "file", "speak", "mic", "interrupt"]) $(id).disabled = phase !== "running";
 }
 
 function show(info) {
@@ -47,7 +49,12 @@ function show(info) {
   $("fps").textContent = s.fps.toFixed(1);
   $("queued").textContent = `${s.queued_audio_s.toFixed(1)} s`;
   $("underruns").textContent = `${s.underruns}`;
-  if (info.state !== "running") stop(`session ${info.state}${info.error ? ": " + info.error : ""}`);
+  if (info.state === "ending") {
+    stopMic();
+    enable("ending");
+  } else if (info.state !== "running") {
+    stop(`session ${info.state}${info.error ? ": " + info.error : ""}`);
+  }
 }
 
 // The playlist appears with the first segment, and the session's stats.hls_ready says when: asking for the playlist
@@ -93,7 +100,7 @@ function countFrames(now, meta) {
 async function attach(info) {
   page.sessionId = info.id;
   history.replaceState(null, "", `#session=${info.id}`);
-  enable(true);
+  enable("running");
   show(info);
   poller = setInterval(async () => {
     try { show(await api("GET", `/sessions/${page.sessionId}`)); } catch (err) { stop(String(err.message || err)); }
@@ -103,6 +110,8 @@ async function attach(info) {
 }
 
 function stop(message) {
+  const id = page.sessionId;
+  const recorded = page.info && page.info.outputs.file && page.info.state !== "failed";
   if (poller) clearInterval(poller);
   poller = null;
   stopMic();
@@ -110,8 +119,20 @@ function stop(message) {
   hls = null;
   page.sessionId = null;
   ownSession = false;
-  enable(false);
+  enable("idle");
   if (message) $("state").textContent = message;
+  if (id && recorded) offerVideo(id);
+}
+
+// A link can carry no token, so the MP4 is fetched here (with the token's header) and offered from memory.
+async function offerVideo(id) {
+  try {
+    const response = await fetch(`/sessions/${id}/video.mp4`, { headers: headers() });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    page.video = URL.createObjectURL(await response.blob());
+    $("download").href = page.video;
+    $("download").classList.remove("hidden");
+  } catch (err) { fail(`the recording: ${err.message || err}`); }
 }
 
 async function start() {
@@ -119,7 +140,12 @@ async function start() {
   try {
     const form = new FormData();
     form.append("identity", "default");
-    form.append("outputs", JSON.stringify({ hls: true }));
+    form.append("outputs", JSON.stringify({ hls: true, file: $("record").checked }));
+    if (page.video) URL.revokeObjectURL(page.video);
+    page.video = null;
+    page.micSentS = 0;
+    $("download").classList.add("hidden");
+    $("mic-sent").textContent = "–";
     const info = await api("POST", "/sessions", form);
     ownSession = true;
     await attach(info);
@@ -134,6 +160,17 @@ async function close() {
   stop("closed");
 }
 
+// The server takes no more speech, says what is queued, then closes the session (the poller sees it end): the
+// recording keeps the last words, which Close would drop.
+async function end() {
+  stopMic();
+  try {
+    const ending = await api("POST", `/sessions/${page.sessionId}/end`);
+    enable("ending");
+    $("state").textContent = `ending: ${ending.remaining_s.toFixed(1)} s still to say`;
+  } catch (err) { fail(`could not end: ${err.message || err}`); }
+}
+
 async function speakFile() {
   const file = $("file").files[0];
   if (!file) return fail("choose an audio file first");
@@ -143,9 +180,21 @@ async function speakFile() {
   } catch (err) { fail(`upload refused: ${err.message || err}`); }
 }
 
-// The microphone: an AudioWorklet hands 32-bit float PCM to a WebSocket, in the context's own rate.
+// The microphone: an AudioWorklet hands 32-bit float PCM to a WebSocket, in the context's own rate. It gathers the
+// 128-sample render quanta into pieces of about 45 ms (the socket takes 20 ms to 1 s a message, docs/api.md).
 const WORKLET = `registerProcessor("pcm-tap", class extends AudioWorkletProcessor {
-  process(inputs) { if (inputs[0][0]) this.port.postMessage(inputs[0][0].slice(0)); return true; }
+  constructor() { super(); this.piece = new Float32Array(2048); this.filled = 0; }
+  process(inputs) {
+    const samples = inputs[0][0];
+    if (!samples) return true;
+    this.piece.set(samples, this.filled);
+    this.filled += samples.length;
+    if (this.filled + samples.length > this.piece.length) {
+      this.port.postMessage(this.piece.slice(0, this.filled));
+      this.filled = 0;
+    }
+    return true;
+  }
 });`;
 
 async function startMic() {
@@ -161,7 +210,13 @@ async function startMic() {
   const ws = new WebSocket(`${scheme}://${location.host}/sessions/${page.sessionId}/audio?${query}`);
   ws.binaryType = "arraybuffer";
   ws.onmessage = (event) => { const msg = JSON.parse(event.data); if (msg.type === "error") fail(msg.message); };
-  node.port.onmessage = (event) => { if (ws.readyState === WebSocket.OPEN) ws.send(event.data.buffer); };
+  ws.onclose = () => { if (mic && mic.ws === ws) stopMic(); };  // the session ended, or the server refused the socket
+  node.port.onmessage = (event) => {
+    if (ws.readyState !== WebSocket.OPEN) return;
+    ws.send(event.data.buffer);
+    page.micSentS += event.data.length / context.sampleRate;
+    $("mic-sent").textContent = `${page.micSentS.toFixed(1)} s`;
+  };
   mic = { stream, context, ws };
   $("mic").classList.add("on");
   $("mic").textContent = "Microphone on";
@@ -179,6 +234,7 @@ function stopMic() {
 
 $("start").onclick = start;
 $("close").onclick = close;
+$("end").onclick = end;
 $("speak").onclick = speakFile;
 $("interrupt").onclick = () => api("POST", `/sessions/${page.sessionId}/interrupt`).catch((err) => fail(err.message));
 $("mic").onclick = () => (mic ? stopMic() : startMic().catch((err) => fail(`microphone: ${err.message || err}`)));
