@@ -8,7 +8,7 @@ FLEET_STAMP := $(VENV)/.fleet-deps
 AGENTS_STAMP := $(VENV)/.agents-deps
 TEST_STAMP := $(VENV)/.test-deps
 
-.PHONY: demo test lint install clean train-demo eval fleet
+.PHONY: demo test lint install clean train-demo eval fleet agents dist
 
 # torch is installed first, pinned. Where pip finds torch 2.13.0's CPU wheel on local disk (this project's
 # development machines) that is what it takes; from PyPI, Linux x86_64 gets the CUDA build (~3 GB), which also
@@ -28,20 +28,31 @@ $(FLEET_STAMP): $(STAMP)
 	$(PIP) -e '.[dev,fleet]'
 	touch $(FLEET_STAMP)
 
-# the voice-agent frameworks (Pipecat, LiveKit Agents): `make lint` type-checks integrations/ against them
-$(AGENTS_STAMP): $(FLEET_STAMP)
-	$(PIP) -e '.[dev,fleet,pipecat,livekit]'
+# the voice-agent frameworks (Pipecat, LiveKit Agents): `make agents` installs them, `make lint` type-checks integrations/ against them
+$(AGENTS_STAMP): $(STAMP)
+	$(PIP) -e '.[dev,pipecat,livekit]'
 	touch $(AGENTS_STAMP)
 
 # what only the tests need: Debian packages (GStreamer, nginx-rtmp, chromium, espeak-ng; apt-get, as root or via sudo),
 # the GStreamer backend, and the test-only model family that plugs in by entry point (tests/plugins/colourbars)
-$(TEST_STAMP): $(AGENTS_STAMP) scripts/system-deps.sh tests/plugins/colourbars/pyproject.toml
+$(TEST_STAMP): $(FLEET_STAMP) $(AGENTS_STAMP) scripts/system-deps.sh tests/plugins/colourbars/pyproject.toml
 	bash scripts/system-deps.sh
 	$(PIP) -e '.[dev,gstreamer,fleet,pipecat,livekit]'
 	$(PIP) --no-deps -e tests/plugins/colourbars
 	touch $(TEST_STAMP)
 
 install: $(STAMP)
+	@echo "avatarstream is installed in $(VENV): run 'source $(VENV)/bin/activate' to put it on your PATH"
+
+# Pipecat and LiveKit Agents in the same environment, with the lock file's pins (docs/agents.md)
+agents: $(AGENTS_STAMP)
+	@echo "the voice-agent extras are installed in $(VENV): 'source $(VENV)/bin/activate', then see docs/agents.md"
+
+# a wheel for another environment: pip install 'dist/avatarstream-VERSION-py3-none-any.whl[pipecat]'
+dist: $(STAMP)
+	rm -rf build dist
+	$(BIN)/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir dist .
+	@ls dist/*.whl
 
 # a local fleet of two session slots on Ray Serve (docs/fleet.md); Ctrl-C stops it
 fleet: $(FLEET_STAMP)
@@ -49,12 +60,13 @@ fleet: $(FLEET_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/avatarstream render --out out/demo.mp4 --report out/demo-report.json --trace out/demo-trace.json
+	@echo "avatarstream is installed in $(VENV): run 'source $(VENV)/bin/activate' to type 'avatarstream ...' (and 'pip install' into it)"
 
 test: $(TEST_STAMP)
 	$(BIN)/pytest -q
 
 # ruff (lint + format check) and mypy (strict for pipeline/, runtime/, publish/); settings in pyproject.toml
-lint: $(AGENTS_STAMP)
+lint: $(FLEET_STAMP) $(AGENTS_STAMP)
 	$(BIN)/ruff check src tests scripts examples
 	$(BIN)/ruff format --check src tests scripts examples
 	$(BIN)/mypy
@@ -67,4 +79,4 @@ eval: $(TEST_STAMP)
 	$(BIN)/avatarstream eval --threads 1 --out out/eval
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) out build dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,6 +1,6 @@
 """A LiveKit Agents voice agent with an avatarstream face (needs a LiveKit server: docs/agents.md).
 
-    pip install 'avatarstream[livekit]'
+    make agents && source .venv/bin/activate    # from the clone: the livekit extra, pinned (docs/setup.md#extras)
     export LIVEKIT_URL=ws://127.0.0.1:7880 LIVEKIT_API_KEY=devkey LIVEKIT_API_SECRET=secret   # `livekit-server --dev`
     python examples/livekit_agent.py dev                        # the avatar runs in this agent's process
     AVATARSTREAM_DISPATCHER=http://gpu-box:8089 python examples/livekit_agent.py dev   # or on `avatarstream livekit-worker`

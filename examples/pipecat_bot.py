@@ -1,6 +1,6 @@
 """A Pipecat bot with an avatarstream face, on Pipecat's local WebRTC transport: no cloud service, no key.
 
-    pip install 'avatarstream[pipecat]'
+    make agents && source .venv/bin/activate    # from the clone: the pipecat extra, pinned (docs/setup.md#extras)
     python examples/pipecat_bot.py                      # then open http://127.0.0.1:7860/
     python examples/pipecat_bot.py --say "Hello there"  # the bot's words, spoken by espeak-ng
     python examples/pipecat_bot.py --wav answer.wav     # or any recording

@@ -54,8 +54,13 @@ class AvatarEngine(Protocol):
         """Drop the queued speech; returns the first frame that is idle again (those before it speak what the model already took)."""
         ...
 
+    async def end(self) -> float:
+        """Take no more speech: ``frames()`` ends once the queued speech is spoken (the last words are kept). Returns the
+        estimated seconds until then; ``aclose`` afterwards."""
+        ...
+
     def frames(self) -> AsyncIterator[AvatarFrame]:
-        """Every frame from the start, until ``aclose``."""
+        """Every frame from the start, until ``aclose`` (or, after ``end``, the last queued speech)."""
         ...
 
     async def aclose(self) -> None: ...

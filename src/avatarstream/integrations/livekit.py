@@ -15,6 +15,7 @@ data streams, the way LiveKit's hosted avatar plugins work.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -37,6 +38,8 @@ from avatarstream.integrations.backends import engine_for
 from avatarstream.integrations.engine import AUDIO_RATE, AvatarEngine, SpeechIn, SpeechMarks, s16_bytes
 
 AVATAR_IDENTITY = "avatarstream-avatar"
+#: How long an end waits for queued speech to play, beyond its own length.
+END_GRACE_S = 5.0
 
 
 class AvatarstreamVideoGenerator(VideoGenerator):
@@ -48,6 +51,7 @@ class AvatarstreamVideoGenerator(VideoGenerator):
         self._marks: SpeechMarks[AudioSegmentEnd] = SpeechMarks(1)
         self._ended_idle: list[AudioSegmentEnd] = []  # segments that ended with nothing left to play
         self._skip_until = 0
+        self._finished = asyncio.Event()  # the engine's frames ran out (after ``finish``)
 
     async def start(self) -> None:
         await self.engine.start()
@@ -77,7 +81,20 @@ class AvatarstreamVideoGenerator(VideoGenerator):
     def __aiter__(self) -> AsyncIterator[rtc.VideoFrame | rtc.AudioFrame | AudioSegmentEnd]:
         return self._stream()
 
+    async def finish(self, grace_s: float = END_GRACE_S) -> None:
+        """End after the last words: no more speech, and wait (at most their length and ``grace_s``) until they played."""
+        remaining_s = await self.engine.end()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._finished.wait(), remaining_s + grace_s)
+
     async def _stream(self) -> AsyncGenerator[rtc.VideoFrame | rtc.AudioFrame | AudioSegmentEnd, None]:
+        try:
+            async for frame in self._frames():
+                yield frame
+        finally:
+            self._finished.set()
+
+    async def _frames(self) -> AsyncGenerator[rtc.VideoFrame | rtc.AudioFrame | AudioSegmentEnd, None]:
         async for avatar in self.engine.frames():
             if avatar.index < self._skip_until:
                 continue
@@ -127,6 +144,7 @@ class AvatarstreamAvatar(AvatarSession):
             raise InputError("a worker (dispatcher_url) runs its own model: give the model to `avatarstream livekit-worker`, not here")
         self._engine = None if dispatcher_url is not None else engine_for(model, server_url, token, avatar)
         self.runner: AvatarRunner | None = None
+        self._generator: AvatarstreamVideoGenerator | None = None
 
     @property
     def avatar_identity(self) -> str:
@@ -147,10 +165,15 @@ class AvatarstreamAvatar(AvatarSession):
             )
             return
         output = QueueAudioOutput(sample_rate=AUDIO_RATE)
-        self.runner = await run_avatar(room, output, AvatarstreamVideoGenerator(self._engine))
+        self._generator = AvatarstreamVideoGenerator(self._engine)
+        self.runner = await run_avatar(room, output, self._generator)
         agent_session.output.replace_audio_tail(output)  # the agent's speech goes to the avatar, which publishes it with the video
 
     async def aclose(self) -> None:
+        """The end of the conversation: the avatar speaks what it was given (bounded), then leaves."""
+        if self._generator is not None:
+            await self._generator.finish()
+            self._generator = None
         if self.runner is not None:
             await self.runner.aclose()
             self.runner = None

@@ -98,6 +98,9 @@ class LocalEngine:
     async def interrupt(self) -> int:
         return self._opened().interrupt().idle_from_frame
 
+    async def end(self) -> float:
+        return self._opened().end()
+
     def frames(self) -> AsyncIterator[AvatarFrame]:
         if self._frames is None:
             self._frames = self._frames_of(self._opened())

@@ -100,11 +100,11 @@ class AvatarstreamVideoService(AIService):
         self._frames_task = self.create_task(self._push_frames(), name="avatarstream-frames")
 
     async def stop(self, frame: EndFrame) -> None:
-        """A graceful end: the speech already queued plays out first."""
+        """A graceful end: the engine takes no more speech and its frames end once the queued speech is spoken."""
         await super().stop(frame)
-        deadline = time.monotonic() + END_GRACE_S + self._marks.queued_s
-        while self._marks.waiting and time.monotonic() < deadline and self._frames_task is not None and not self._frames_task.done():
-            await asyncio.sleep(1 / self.fps)
+        if self._frames_task is not None and not self._frames_task.done():
+            remaining_s = await self._engine.end()
+            await asyncio.wait([self._frames_task], timeout=remaining_s + END_GRACE_S)
         await self._close()
         for held in self._marks.take_all():  # what waited for speech that never played goes on, in order, before the end
             await self.push_frame(held)

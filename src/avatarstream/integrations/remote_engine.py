@@ -129,6 +129,16 @@ class RemoteEngine:
         except TimeoutError:
             return 0  # the speech is dropped all the same; only the frames before it cannot be told apart
 
+    async def end(self) -> float:
+        """POST /sessions/{id}/end: the server speaks what is queued, then closes the session and its frames socket."""
+        if self._http is None or self.session_id is None:
+            raise RuntimeError("start() the engine first")
+        async with self._http.post(f"{self.base}/sessions/{self.session_id}/end") as response:
+            body = await response.json(content_type=None)
+            if response.status != 202:
+                raise InputError(f"the server refused to end the session ({response.status}): {body.get('detail', body)}")
+        return float(body["remaining_s"])
+
     def frames(self) -> AsyncIterator[AvatarFrame]:
         return self._frames_of()
 
