@@ -8,7 +8,6 @@ import contextlib
 import dataclasses
 import hashlib
 import logging
-import secrets
 import shutil
 import tempfile
 import time
@@ -32,6 +31,7 @@ from avatarstream.serve.auth import TokenCheck
 from avatarstream.serve.logs import event
 from avatarstream.serve.problems import Busy, Conflict, NotFound, ServeError
 from avatarstream.serve.session import EVENT_QUEUE, SavedSession
+from avatarstream.serve.session_ids import new_session_id
 
 ROUTES = {"live": "sessions", "batch": "jobs"}  # where each mode lives in the HTTP API, on the fleet and on a replica
 MAX_ENDED = 1000  # ended sessions' last JSON kept, oldest forgotten first
@@ -213,7 +213,7 @@ class Fleet:
         """Admit the session on a free slot (503 when there is none), link its replica and follow it."""
         start = time.monotonic()
         report, reports = await self._place(request)
-        fid = secrets.token_urlsafe(18)
+        fid = new_session_id()
         folder = Path(tempfile.mkdtemp(prefix="session-", dir=self.work_dir))
         live = request.mode == "live"
         try:

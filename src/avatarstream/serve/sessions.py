@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 import shutil
 import tempfile
 import time
@@ -26,6 +25,7 @@ from avatarstream.serve.pipelines import Built
 from avatarstream.serve.problems import Busy, NotFound
 from avatarstream.serve.schemas import Outputs, SessionInfo
 from avatarstream.serve.session import Engine, Mode, SavedSession, Session
+from avatarstream.serve.session_ids import new_session_id
 from avatarstream.serve.settings import ServeSettings
 from avatarstream.serve.ws_messages import ClosedEvent
 from avatarstream.sources.audio_file import AudioFileSource
@@ -112,7 +112,7 @@ class SessionManager:
             self.release(folder)
             raise
         self._reserved -= 1
-        sid = secrets.token_urlsafe(18)
+        sid = new_session_id()
         source = self._audio(mode, audio, built.pipeline)
         if resume is not None and isinstance(source, LiveAudio):
             source.resume_at(resume.state.audio.input_samples, resume.speech_done)
