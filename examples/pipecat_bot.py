@@ -32,7 +32,7 @@ from avatarstream.integrations.pipecat import AvatarstreamVideoService
 GREETING = "Hello! I am an avatar made by avatarstream, running on your own machine. Ask me anything."
 
 PAGE = """<!doctype html>
-<html><head><meta charset="utf-8"><title>avatarstream + Pipecat</title>
+<html><head><meta charset="utf-8"><title>avatarstream + Pipecat</title><link rel="icon" href="data:,">
 <style>body{font-family:sans-serif;margin:2em}video{width:384px;height:384px;background:#222;display:block;margin:1em 0}</style></head>
 <body><h1>avatarstream + Pipecat</h1>
 <video id="avatar" autoplay playsinline></video>

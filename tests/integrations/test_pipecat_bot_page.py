@@ -50,6 +50,9 @@ def test_the_page_shows_the_avatar_speaking(tmp_path: Path) -> None:
                 assert bot.poll() is None and time.monotonic() < deadline, "the bot did not start"
                 time.sleep(0.3)
         with chromium_page(tmp_path / "profile") as page:
+            failed: list[str] = []  # every answer over 400 (a favicon the page does not have, say) and every console error
+            page.on("response", lambda r: r.status >= 400 and failed.append(f"{r.status} {r.url}"))
+            page.on("console", lambda m: m.type == "error" and failed.append(f"console: {m.text}"))
             page.goto(url)
             page.click("#connect")
             page.wait_for_function("document.getElementById('avatar').currentTime > 1.5", timeout=60_000)
@@ -64,3 +67,4 @@ def test_the_page_shows_the_avatar_speaking(tmp_path: Path) -> None:
         bot.wait(30)
     assert shown is not None and shown["width"] >= 64 and shown["spread"] > 10  # a picture of the avatar, not a blank
     assert energy > quiet  # and it speaks: the sound's energy grows while the greeting plays
+    assert failed == [], failed
