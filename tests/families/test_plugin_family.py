@@ -7,6 +7,7 @@ runs its block plan (no I-chunks) with the stage cache it resumes itself.
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -25,6 +26,20 @@ from publish.mp4_checks import decode
 from sources.sine_files import write_sine
 
 PLUGIN = "colourbars"
+PACKAGE = Path(__file__).resolve().parents[1] / "plugins" / "colourbars"
+
+
+def test_the_plugin_imports_only_the_public_plugin_api() -> None:
+    """An outside family author writes against ``avatarstream.plugin`` alone."""
+    imported = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module is not None:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+    ours = {name for name in imported if name == "avatarstream" or name.startswith("avatarstream.")}
+    assert ours == {"avatarstream.plugin"}, sorted(ours)
 
 
 def test_the_registry_lists_the_installed_family(capsys: pytest.CaptureFixture[str]) -> None:
