@@ -66,10 +66,18 @@ def test_sessions_spread_over_nodes_and_a_full_fleet_refuses(fleet: LocalFleet) 
             assert "avatarstream_fleet_slots_busy 3.0" in metrics and "avatarstream_fleet_slots_free 0.0" in metrics
             assert "avatarstream_fleet_sessions_rejected_total 1.0" in metrics
             assert "avatarstream_time_to_first_frame_seconds_count 3.0" in metrics or "avatarstream_time_to_first_frame_seconds_count 2.0" in metrics
+            # b says its last words faster than real time and ends: the ingress hands them on, the replica speaks them all
+            assert listeners[1].socket is not None
+            await listeners[1].socket.send_bytes(speech(2.0).astype("<f4").tobytes())
+            async with http.post(f"{fleet.url}/sessions/{b}/end") as answer:
+                assert answer.status == 202, await answer.text()
+                assert (await answer.json())["id"] == b
+            ended = await wait_for(lambda: ended_after_end(http, fleet.url, b), 30, "b ended after its last words")
+            assert ended["speech_received_s"] >= 3.5 and ended["speech_done_s"] >= ended["speech_received_s"] - 0.05, ended
             for lst in listeners:
                 await close(lst)
             for info in opened:
-                assert (await delete(http, fleet.url, info["id"]))["state"] == "closed"
+                assert (await delete(http, fleet.url, info["id"]))["state"] == ("done" if info["id"] == b else "closed")
             assert (await health(http, fleet.url))["sessions"] == 0
             # a batch job takes a slot too; its MP4 is made by its replica (served through the ingress, or from there directly),
             # and its options give it a pipeline of its own there
@@ -90,6 +98,13 @@ def test_sessions_spread_over_nodes_and_a_full_fleet_refuses(fleet: LocalFleet) 
                 assert answer.status == 404, "a job's id opens no session"
 
     asyncio.run(scenario())
+
+
+async def ended_after_end(http: aiohttp.ClientSession, url: str, sid: str) -> dict | None:
+    """The session's JSON once it is done (it reads ``ending`` until its queued speech is spoken)."""
+    info = await status(http, url, sid)
+    assert info["state"] in ("running", "ending", "done"), info
+    return info if info["state"] == "done" else None
 
 
 def test_a_lost_node_moves_only_its_session_which_continues(fleet: LocalFleet) -> None:
