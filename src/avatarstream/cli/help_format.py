@@ -1,9 +1,15 @@
-"""``--help`` that shows each option's default once: not at all where it is None, off or empty (the help text says what happens then)."""
+"""``--help`` that shows each option's default once (not at all where it is None, off or empty: the help text says what
+happens then) and names a value by its kind where an option names it no better."""
 
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from pathlib import Path
+from typing import Any, NoReturn
+
+#: A value's name in ``--help`` by its type, for an option that gives none (argparse would print its destination's name
+#: in capitals, ``MODEL_OPTION_`` and the field's).
+METAVARS: dict[Any, str] = {int: "N", float: "X", Path: "PATH", str: "TEXT"}
 
 
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -18,3 +24,10 @@ class OneLineErrors(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {message}; see '{self.prog} --help'\n")
+
+
+def name_values(group: argparse._ArgumentGroup) -> None:
+    """Name the value of each option in ``group`` that takes one, names none and has no choices (argparse lists those)."""
+    for action in group._group_actions:
+        if action.metavar is None and action.choices is None and action.nargs != 0:
+            action.metavar = METAVARS.get(action.type, "VALUE")

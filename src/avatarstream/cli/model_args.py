@@ -11,6 +11,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from avatarstream.cli.help_format import name_values
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.registry import DEFAULT_MODEL, names, options_class, registered
 
@@ -43,6 +44,7 @@ def add_model_arguments(p: argparse.ArgumentParser, model: str | None) -> None:
     options = options_class(model)
     group = p.add_argument_group(f"{model} options", f"the {model} model's own; unset options take its (or its preset's) defaults")
     options.add_arguments(group)
+    name_values(group)  # a value is N or PATH in --help, not the destination's name
 
 
 def unused_flags(model: str, extra: Sequence[str]) -> str | None:
