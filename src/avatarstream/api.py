@@ -26,12 +26,13 @@ from avatarstream.families.base import Family, model_warnings
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.registry import DEFAULT_MODEL, load_family, options_class
 from avatarstream.input_warnings import Warnings, audio_rate_warning, collecting, warn_on_audio_rate
-from avatarstream.output_paths import check_outputs, removed_on_failure
+from avatarstream.output_paths import removed_on_failure
 from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.pipeline.trace import TraceWriter
 from avatarstream.publish import EncoderSettings
 from avatarstream.publish.outputs import Outputs
 from avatarstream.publish.sink import Sink, SinkReport
+from avatarstream.render_inputs import check_render_inputs
 from avatarstream.runtime.cpu_threads import cpu_report, set_threads
 from avatarstream.runtime.devices import resolve_device
 from avatarstream.runtime.launch import RankInfo, finish, init_rank
@@ -105,15 +106,14 @@ def render(
     (bad input, before any output is started) or ``PublishError``; an output
     being written is finalized and playable even when the render fails.
     """
-    if seed < 0:
-        raise InputError(f"--seed must be 0 or more, got {seed}")
-    set_threads(threads)
     outputs = out if isinstance(out, Outputs) else Outputs(file=out)
     if frames is not None:
         if outputs.frames is not None:
             raise InputError("frames is given twice: as render(frames=...) and in Outputs(frames=...); give one")
         outputs = dataclasses.replace(outputs, frames=frames)
-    check_outputs(outputs, report, trace)
+    # the checks the CLI made before importing torch: a mistake is told before the model's code loads
+    check_render_inputs(audio, reference, outputs, report, trace, seed=seed, model=model, weights=weights, model_options=model_options)
+    set_threads(threads)
     if audio is None:
         audio = DEFAULT_SPEECH
     opened: AudioFileSource | None = None  # a file is ours to close

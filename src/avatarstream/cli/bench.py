@@ -13,6 +13,7 @@ from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, model_options
 from avatarstream.cli.runtime_args import add_compile_argument, add_runtime_arguments
 from avatarstream.errors import InputError
+from avatarstream.families.registry import check_weights
 
 
 def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
@@ -41,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     if args.seconds <= 0 or args.minutes <= 0 or args.repeats < 1:
         raise InputError("--seconds and --minutes must be positive and --repeats at least 1")
     options = model_options(args)
+    if args.weights is not None:  # a folder named must be good (a scenario that makes its own model needs none)
+        check_weights(args.model, args.weights, options)
     import torch  # the scenarios load models: torch and the model code come in only now that the command line is good
     from tqdm import tqdm
 

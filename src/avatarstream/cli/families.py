@@ -1,11 +1,14 @@
-"""``avatarstream families``: the installed model families, what each is and which weights it needs."""
+"""``avatarstream families``: the installed model families, what each is and which weights it needs.
+
+It reads each family's description (``registry.describe``), not its model code, so it answers as fast as ``--help``.
+"""
 
 from __future__ import annotations
 
 import argparse
 
 from avatarstream.errors import InputError
-from avatarstream.families.registry import family_class, registered
+from avatarstream.families.registry import describe, registered
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -21,10 +24,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     for entry in registered().values():
         try:
-            cls = family_class(entry.name)
+            described = describe(entry.name)
         except InputError as exc:  # a broken plug-in is listed, not fatal
             print(f"{entry.name}  (from {entry.origin}) cannot be loaded: {exc}")
             continue
         origin = "" if entry.origin == "avatarstream" else f"  (from {entry.origin})"
-        print(f"{entry.name}{origin}\n  {cls.summary}\n  weights: {cls.weights_help}")
+        print(f"{entry.name}{origin}\n  {described.summary}\n  weights: {described.weights_help}")
     return 0

@@ -6,10 +6,11 @@ import argparse
 import importlib.util
 
 from avatarstream.cli.help_format import DefaultsHelpFormatter
-from avatarstream.cli.model_args import add_model_arguments
+from avatarstream.cli.model_args import add_model_arguments, model_options
 from avatarstream.cli.runtime_args import add_compile_argument, add_runtime_arguments
 from avatarstream.cli.serve import add_server_arguments, server_settings
 from avatarstream.errors import InputError
+from avatarstream.families.registry import check_weights
 from avatarstream.output_paths import check_port
 
 
@@ -58,6 +59,8 @@ def _installed(name: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     if not _installed("ray"):  # looked for, not imported: run_fleet sets Ray's environment before Ray's first import
         raise InputError("the fleet needs Ray Serve (ray is missing): pip install 'avatarstream[fleet]'")
+    if args.address is None:  # the replicas run here, so the folder is theirs (on a cluster it is on their nodes)
+        check_weights(args.model, args.weights, model_options(args))  # told before Ray starts and the model loads
     try:
         from avatarstream.fleet.local import run_fleet
         from avatarstream.fleet.settings import FleetSettings

@@ -11,6 +11,7 @@ from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, model_options
 from avatarstream.cli.runtime_args import add_runtime_arguments
 from avatarstream.errors import InputError
+from avatarstream.families.registry import check_weights
 from avatarstream.output_paths import check_port
 
 ENV = {"url": "LIVEKIT_URL", "api_key": "LIVEKIT_API_KEY", "api_secret": "LIVEKIT_API_SECRET"}
@@ -52,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     if args.max_rooms < 1:
         raise InputError(f"--max-rooms must be 1 or more, got {args.max_rooms}")
     check_port(args.host, args.port, "--port", what="the worker")
+    if args.server_url is None:  # the model loads here: a wrong weights folder is told before torch loads
+        check_weights(args.model, args.weights, model_options(args))
     try:
         from aiohttp import web
 

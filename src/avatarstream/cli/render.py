@@ -14,14 +14,9 @@ from avatarstream.cli.encoder_args import add_x264_preset_argument
 from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, model_options
 from avatarstream.cli.runtime_args import add_compile_argument, add_parallel_argument, add_runtime_arguments
-from avatarstream.output_paths import check_outputs
 from avatarstream.publish.options import add_output_arguments, outputs_from_args
-from avatarstream.publish.outputs import Outputs
+from avatarstream.render_inputs import check_render_inputs
 from avatarstream.runtime.names import POLICY_NAMES
-from avatarstream.sources.audio_file import open_audio_file
-from avatarstream.sources.reference import load_reference_image
-
-REFERENCE_CHECK_SIZE = 32  # the early check decodes the image, at a size where fitting it costs nothing
 
 
 def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
@@ -68,7 +63,10 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
 def run(args: argparse.Namespace) -> int:
     options = model_options(args)  # checked before torchrun starts more processes
     outputs = outputs_from_args(args)
-    _check_inputs(args, outputs)  # bad input is told at once, before torch loads
+    # bad input, a weights folder too, is told at once, before torch loads (avatarstream.render checks the same again)
+    check_render_inputs(
+        args.audio, args.reference, outputs, args.report, args.trace, seed=args.seed, model=args.model, weights=args.weights, model_options=options
+    )
     from avatarstream.api import render
     from avatarstream.runtime.launch import relaunch
 
@@ -101,13 +99,3 @@ def run(args: argparse.Namespace) -> int:
         finally:
             result.preview.stop()
     return 0
-
-
-def _check_inputs(args: argparse.Namespace, outputs: Outputs) -> None:
-    """The checks ``render`` makes again later, made here first so that a mistake costs no model load (and no torch import)."""
-    check_outputs(outputs, args.report, args.trace)
-    if args.audio is not None:
-        with open_audio_file(args.audio):
-            pass
-    if args.reference is not None:
-        load_reference_image(args.reference, REFERENCE_CHECK_SIZE)

@@ -14,6 +14,7 @@ from avatarstream.cli.help_format import DefaultsHelpFormatter
 from avatarstream.cli.model_args import add_model_arguments, model_options
 from avatarstream.cli.runtime_args import add_compile_argument, add_parallel_argument, add_runtime_arguments
 from avatarstream.errors import InputError
+from avatarstream.families.registry import check_weights
 from avatarstream.output_paths import check_port
 from avatarstream.publish.options import add_ice_argument
 
@@ -96,6 +97,7 @@ def server_settings(args: argparse.Namespace, *, max_sessions: int, processes: i
 
 
 def run(args: argparse.Namespace) -> int:
+    check_weights(args.model, args.weights, model_options(args))  # a wrong weights folder is told before torch loads
     settings = server_settings(args, max_sessions=args.max_sessions if args.max_sessions is not None else (1 if args.nproc > 1 else 4), processes=args.nproc)
     check_port(settings.host, settings.port, "--port", what="the API")  # before the model loads, not after
     from avatarstream.runtime.devices import resolve_device  # torch loads once the command line is good

@@ -10,7 +10,8 @@ the runtime under it. Nothing a family holds depends on its last build.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -24,6 +25,10 @@ if TYPE_CHECKING:  # the registry imports this module to list families: it must 
     from avatarstream.runtime.module import Module
 
 OptionsLike = FamilyOptions | Mapping[str, Any] | None
+#: (weights folder or None, the family's parsed options) -> None, or an InputError that says what is missing and what to
+#: download where. It reads the folder's layout (pathlib, json) and imports no torch, so a command refuses a bad folder
+#: at once; the family's ``load`` runs the same check.
+WeightsCheck = Callable[[Path | None, Any], None]
 
 
 class Family(Protocol):
@@ -71,6 +76,8 @@ OPTIONAL: dict[str, Any] = {
     "resolution_sweep": None,
     # () -> the model at production size with random weights (`bench gpu`, on one GPU)
     "production_model": None,
+    # a WeightsCheck (a static method of the class): the commands run it before anything heavy is imported
+    "check_weights": None,
 }
 
 
@@ -85,10 +92,25 @@ def model_warnings(family: object) -> list[str]:
 
 
 class FamilyClass(Protocol):
-    """What the registry needs of a family's class before anything is loaded."""
+    """What the registry needs of a family's class before anything is loaded (and the optional ``check_weights``).
+
+    A plug-in's class is imported to read these, so the module that defines it
+    stays light: torch and the model code are imported inside ``load``.
+    """
 
     Options: type[FamilyOptions]
     summary: ClassVar[str]  # one line: what it is
     weights_help: ClassVar[str]  # one line: which weights it needs (what --weights names)
 
     def load(self, weights: Path | None, options: FamilyOptions, *, device: torch.device, seed: int = 0) -> Family: ...
+
+
+@dataclass(frozen=True)
+class Description:
+    """What the commands need of a family before its model code loads: ``avatarstream families`` prints the two lines, the
+    commands make their flags from ``options`` and run ``check_weights`` (when the family has one) before torch loads."""
+
+    summary: str
+    weights_help: str
+    options: type[FamilyOptions]
+    check_weights: WeightsCheck | None = None

@@ -21,6 +21,7 @@ import torch
 
 from avatarstream.errors import InputError
 from avatarstream.families.base import OptionsLike
+from avatarstream.families.builtin import BUILTIN
 from avatarstream.families.chunk_plan import ChunkPlan
 from avatarstream.families.demo_options import (
     DEFAULT_CHUNK_FRAMES,
@@ -87,8 +88,8 @@ class DemoFamily:
     warnings: list[str] = field(default_factory=list)  # about the weights, for every run (input_warnings.py)
 
     Options: ClassVar[type[DemoOptions]] = DemoOptions
-    summary: ClassVar[str] = "small models trained on procedural avatars; real time on a CPU, bundled with the package"
-    weights_help: ClassVar[str] = "none (the bundled weights), or a folder written by `make train-demo`: config.json and one .safetensors per module"
+    summary: ClassVar[str] = BUILTIN["demo"].summary
+    weights_help: ClassVar[str] = BUILTIN["demo"].weights_help
     variant: ClassVar[str] = "default"
     #: what `avatarstream eval` switches off to measure what the I-chunks buy
     seam_smoothing_off: ClassVar[Mapping[str, Any]] = {"interp_frames": 0}
@@ -196,8 +197,8 @@ class DemoFamily:
 class DemoTinyFamily(DemoFamily):
     """``demo-tiny``: the demo architecture at its smallest, from random weights (grey noise, for benchmarks and tests)."""
 
-    summary: ClassVar[str] = "the demo architecture at its smallest, random weights: grey noise at full speed, for benchmarks and tests"
-    weights_help: ClassVar[str] = "none (random weights drawn from the seed), or a demo weights folder"
+    summary: ClassVar[str] = BUILTIN["demo-tiny"].summary
+    weights_help: ClassVar[str] = BUILTIN["demo-tiny"].weights_help
     variant: ClassVar[str] = "tiny"
 
 

@@ -6,17 +6,18 @@ A package registers a family under the entry-point group ``avatarstream.families
     colourbars = "my_package.family:ColourBarsFamily"
 
 Nothing is imported until a family is asked for by name, so listing the names
-(``--model`` choices, ``--help``) costs nothing. A family's options are read
-without loading its models (the CLI builds its flags from them): the built-in
-families keep their options in modules of their own, and a plug-in's options
-are its class's ``Options`` (keep the module that defines the class light for a
-fast ``--help``).
+(``--model`` choices, ``--help``) costs nothing. What the commands need before
+a model loads (``describe``: its summary, weights help, options and weights
+check) comes without its model code: the built-in families describe themselves
+in ``families/builtin.py``, and a plug-in through its class (keep the module
+that defines the class light: torch and the networks imported in ``load``).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import entry_points
@@ -24,27 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from avatarstream.errors import InputError
-from avatarstream.families.base import Family, FamilyClass
+from avatarstream.families.base import Description, Family, FamilyClass, optional
+from avatarstream.families.builtin import BUILTIN
 from avatarstream.families.options import FamilyOptions
 
 ENTRY_POINT_GROUP = "avatarstream.families"
 #: What ``--model`` and ``avatarstream.render`` run when no model is named: the bundled one, which needs no download.
 DEFAULT_MODEL = "demo"
-
-#: The families this package ships: name -> "module:Class".
-BUILTIN = {
-    "demo": "avatarstream.families.demo:DemoFamily",
-    "demo-tiny": "avatarstream.families.demo:DemoTinyFamily",
-    "infinitetalk": "avatarstream.families.infinitetalk.family:InfiniteTalkFamily",
-    "liveavatar": "avatarstream.families.liveavatar.family:LiveAvatarFamily",
-}
-#: Their options, in modules that load no model code: name -> "module:Class".
-BUILTIN_OPTIONS = {
-    "demo": "avatarstream.families.demo_options:DemoOptions",
-    "demo-tiny": "avatarstream.families.demo_options:DemoOptions",
-    "infinitetalk": "avatarstream.families.infinitetalk.options:InfiniteTalkOptions",
-    "liveavatar": "avatarstream.families.liveavatar.options:LiveAvatarOptions",
-}
 
 
 @dataclass(frozen=True)
@@ -57,7 +44,7 @@ class Registered:
 @cache
 def registered() -> dict[str, Registered]:
     """Every family name, the built-in ones first; an installed package cannot replace a built-in name."""
-    found = {name: Registered(name, target, "avatarstream") for name, target in BUILTIN.items()}
+    found = {name: Registered(name, builtin.family, "avatarstream") for name, builtin in BUILTIN.items()}
     for point in entry_points(group=ENTRY_POINT_GROUP):
         if point.name not in found:
             dist = point.dist.name if point.dist is not None else "an installed package"
@@ -76,13 +63,28 @@ def family_class(name: str) -> FamilyClass:
     return cls
 
 
+def describe(name: str) -> Description:
+    """What the commands need of family ``name`` before it loads, without importing a built-in family's model code."""
+    entry = _entry(name)
+    if entry.origin == "avatarstream":
+        builtin = BUILTIN[name]
+        return Description(builtin.summary, builtin.weights_help, _load(entry, builtin.options), builtin.check_weights)
+    cls = family_class(name)
+    return Description(cls.summary, cls.weights_help, cls.Options, optional(cls, "check_weights"))
+
+
 def options_class(name: str) -> type[FamilyOptions]:
     """The options dataclass of family ``name``, without loading a built-in family's models."""
-    entry = _entry(name)
-    if name in BUILTIN_OPTIONS and entry.origin == "avatarstream":
-        options: type[FamilyOptions] = _load(entry, BUILTIN_OPTIONS[name])
-        return options
-    return family_class(name).Options
+    return describe(name).options
+
+
+def check_weights(model: str, weights: str | os.PathLike[str] | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> None:
+    """Refuse what family ``model`` could not load, before its model code is imported: unknown or bad ``options``, and a
+    weights folder (or a missing one) its own check (``Description.check_weights``, which its ``load`` runs too) refuses."""
+    described = describe(model)
+    parsed = described.options.parse(options)
+    if described.check_weights is not None:
+        described.check_weights(Path(weights) if weights is not None else None, parsed)
 
 
 def _entry(name: str) -> Registered:

@@ -23,6 +23,7 @@ from avatarstream.components.wan.frames import FRAMES
 from avatarstream.components.wan.layout import random_mark
 from avatarstream.errors import InputError
 from avatarstream.families.base import OptionsLike
+from avatarstream.families.builtin import BUILTIN
 from avatarstream.families.chunk_plan import ChunkPlan
 from avatarstream.families.infinitetalk.buckets import nearest_bucket, resize_and_center_crop
 from avatarstream.families.infinitetalk.layout import resolve
@@ -72,8 +73,8 @@ class InfiniteTalkFamily:
     name = "infinitetalk"
     fps = FPS
     Options: ClassVar[type[InfiniteTalkOptions]] = InfiniteTalkOptions
-    summary: ClassVar[str] = "Wan2.1-I2V-14B + the InfiniteTalk audio adapter (and SoulX-FlashTalk's 4-step preset)"
-    weights_help: ClassVar[str] = "the folder holding the downloads: Wan2.1-I2V-14B-480P[-Diffusers]/, InfiniteTalk/, chinese-wav2vec2-base/"
+    summary: ClassVar[str] = BUILTIN["infinitetalk"].summary
+    weights_help: ClassVar[str] = BUILTIN["infinitetalk"].weights_help
     golden_repos: ClassVar[tuple[str, ...]] = ("MeiGen-AI/InfiniteTalk",)  # `avatarstream parity` runs their golden sets here
 
     @staticmethod

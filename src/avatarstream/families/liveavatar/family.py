@@ -23,6 +23,7 @@ from avatarstream.components.wan.frames import FRAMES
 from avatarstream.components.wan.layout import random_mark
 from avatarstream.errors import InputError
 from avatarstream.families.block_plan import BlockPlan
+from avatarstream.families.builtin import BUILTIN
 from avatarstream.families.liveavatar.layout import resolve
 from avatarstream.families.liveavatar.load_dit import DEFAULT_ALPHA
 from avatarstream.families.liveavatar.networks import LiveAvatarNetworks
@@ -67,8 +68,8 @@ class LiveAvatarFamily:
     name = "liveavatar"
     fps = FPS
     Options: ClassVar[type[LiveAvatarOptions]] = LiveAvatarOptions
-    summary: ClassVar[str] = "Wan2.2-S2V-14B + the LiveAvatar LoRA: block-causal, 4 steps, per-step KV caches and an attention sink"
-    weights_help: ClassVar[str] = "the folder holding the downloads: Wan2.2-S2V-14B/ and LiveAvatar/liveavatar.safetensors"
+    summary: ClassVar[str] = BUILTIN["liveavatar"].summary
+    weights_help: ClassVar[str] = BUILTIN["liveavatar"].weights_help
     golden_repos: ClassVar[tuple[str, ...]] = ("Alibaba-Quark/LiveAvatar",)
 
     @staticmethod
