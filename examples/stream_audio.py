@@ -145,20 +145,28 @@ async def stream(server: Server, pcm: Pcm, model_options: str, realtime: bool, o
     """Open a session, speak the PCM into it, end it and save its video."""
     form = {"identity": "default", "outputs": json.dumps({"file": True}), "model_options": model_options}
     info = await asyncio.to_thread(server.call, "POST", "/sessions", form)
-    sid = info["id"]
     print(f"session open; watch it live at {server.base}{info['links']['preview']}")
+    try:
+        await speak(server, info, pcm, realtime)
+    except BaseException:  # a refusal, a lost socket, Ctrl-C: free the session's slot now rather than at the idle timeout
+        with contextlib.suppress(Failure):
+            server.call("DELETE", info["links"]["self"])
+        raise
+    size = await asyncio.to_thread(server.download, info["links"]["video"], out)
+    print(f"saved {out} ({size / 1e6:.1f} MB)")
+
+
+async def speak(server: Server, info: dict[str, Any], pcm: Pcm, realtime: bool) -> None:
     try:
         async with connect(server.socket_url(info["links"]["audio_ws"], pcm), additional_headers=server.headers()) as ws:
             reader = asyncio.create_task(report_errors(ws))
             await send(ws, pcm, realtime)
-            await end(server, sid)
+            await end(server, info["id"])
             reader.cancel()
     except InvalidStatus as err:
         raise Failure("audio socket: " + refusal(err.response.status_code, bytes(err.response.body or b""))) from None
     except (OSError, WebSocketException) as err:
         raise Failure(f"audio socket: {err}") from None
-    size = await asyncio.to_thread(server.download, info["links"]["video"], out)
-    print(f"saved {out} ({size / 1e6:.1f} MB)")
 
 
 async def send(ws: ClientConnection, pcm: Pcm, realtime: bool) -> None:
@@ -220,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     except Failure as err:
         print(f"stream_audio: {err}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:  # the socket drops without a close handshake: the server closes the session at once
+    except KeyboardInterrupt:
         return 130
     return 0
 

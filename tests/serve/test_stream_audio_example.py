@@ -9,6 +9,7 @@ import sys
 import wave
 from pathlib import Path
 
+import httpx
 import numpy as np
 from serve_harness import TOKEN, running_server, s16, speech
 
@@ -64,14 +65,18 @@ def test_example_streams_a_wav_and_saves_the_whole_speech(tmp_path: Path) -> Non
 def test_example_refusals_are_one_line(tmp_path: Path) -> None:
     clip = tmp_path / "speech.wav"
     write_stereo_wav(clip, 0.5, 16000)
+    too_low = tmp_path / "phone.wav"
+    write_stereo_wav(too_low, 0.5, 4000)  # below the socket's 8000 Hz: refused once the session is open
     not_wav = tmp_path / "notes.wav"
     not_wav.write_text("not audio")
     with running_server(tmp_path, token=TOKEN) as base:
         cases = {
             "refused the token": run_example(str(clip), "--server", base, token="wrong-token-0123456789"),
+            "audio socket: the server answered 422": run_example(str(too_low), "--server", base),
             "is not a PCM WAV file": run_example(str(not_wav), "--server", base),
             "cannot reach": run_example(str(clip), "--server", f"http://127.0.0.1:{free_port()}"),
         }
+        assert httpx.get(f"{base}/healthz").json()["sessions"] == 0  # the refused session was closed, not left to idle
     for expected, done in cases.items():
         assert done.returncode == 1, done.stderr
         assert done.stderr.startswith("stream_audio: ") and expected in done.stderr, done.stderr
