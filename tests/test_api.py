@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import avatarstream
 from avatarstream import Outputs, load_family
 from avatarstream.benchmarks.local_server import free_port
 from avatarstream.errors import InputError
+from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.pcm import PcmBlock
 
 FAST = {"model": "demo-tiny", "model_options": {"chunk_frames": 6, "interp_frames": 2}, "threads": 1, "preset": "ultrafast"}
@@ -62,6 +64,7 @@ def test_outputs_and_a_loaded_family_rendered_twice(tmp_path: Path) -> None:
 def test_avatar_seed_changes_the_reference(tmp_path: Path) -> None:
     family = load_family("demo")
     assert not np.array_equal(family.reference(None, {"avatar": 3}), family.reference(None))
+    shutil.copy(DEFAULT_REFERENCE, tmp_path / "face.png")  # a real image: the check of the pair comes after the file's
     with pytest.raises(InputError, match="either --reference IMAGE or --avatar SEED"):
         avatarstream.render(blocks(1.0), tmp_path / "face.png", out=tmp_path / "x.mp4", **{**FAST, "model_options": {"avatar": 3}})
     assert not (tmp_path / "x.mp4").exists()
