@@ -100,8 +100,10 @@ def test_families_lists_the_built_in_ones_without_their_model_code(tmp_path: Pat
         (["render", "--model", "infinitetalk"], "error: the infinitetalk model needs --weights ROOT"),
         (["serve", "--model", "liveavatar", "--weights", "{empty}"], "error: {empty}/Wan2.2-S2V-14B has no config.json"),
         (["bench", "--model", "infinitetalk", "--weights", "{empty}"], "error: no Wan base model in {empty}"),
+        (["render", "--model", "demo", "--weights", "{empty}"], "error: no config.json in weights folder {empty}"),
+        (["render", "--model", "demo-tiny", "--weights", "{empty}/nowhere"], "error: weights folder {empty}/nowhere not found"),
     ],
-    ids=["render liveavatar", "render infinitetalk", "render infinitetalk without --weights", "serve", "bench"],
+    ids=["render liveavatar", "render infinitetalk", "render infinitetalk without --weights", "serve", "bench", "render demo", "render demo-tiny"],
 )
 def test_a_wrong_weights_folder_is_one_line_before_torch_loads(argv: list[str], error: str, empty: Path, tmp_path: Path) -> None:
     report, _, err = _run(CLI.format(argv=[a.format(empty=empty) for a in argv]), tmp_path)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from avatarstream.families.base import WeightsCheck
 
 if TYPE_CHECKING:
+    from avatarstream.families.demo_options import DemoOptions
     from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
     from avatarstream.families.liveavatar.options import LiveAvatarOptions
 
@@ -35,6 +36,13 @@ def _infinitetalk_weights(root: Path | None, options: InfiniteTalkOptions) -> No
     resolve(root, base=options.base, adapter=options.adapter, audio_encoder=options.audio_encoder)
 
 
+def _demo_weights(root: Path | None, options: DemoOptions) -> None:
+    """A named folder holds a config.json of the demo format (``demo_weights``: json only)."""
+    from avatarstream.families.demo_weights import check_demo_weights
+
+    check_demo_weights(root, options)
+
+
 def _liveavatar_weights(root: Path | None, options: LiveAvatarOptions) -> None:
     """The download folders are where ``load`` looks for them (``layout.resolve``: pathlib only)."""
     from avatarstream.families.liveavatar.layout import resolve
@@ -48,12 +56,14 @@ BUILTIN: dict[str, Builtin] = {
         "avatarstream.families.demo_options:DemoOptions",
         "small models trained on procedural avatars; real time on a CPU, bundled with the package",
         "none (the bundled weights), or a folder written by `make train-demo`: config.json and one .safetensors per module",
+        _demo_weights,
     ),
     "demo-tiny": Builtin(
         "avatarstream.families.demo:DemoTinyFamily",
         "avatarstream.families.demo_options:DemoOptions",
         "the demo architecture at its smallest, random weights: grey noise at full speed, for benchmarks and tests",
         "none (random weights drawn from the seed), or a demo weights folder",
+        _demo_weights,
     ),
     "infinitetalk": Builtin(
         "avatarstream.families.infinitetalk.family:InfiniteTalkFamily",

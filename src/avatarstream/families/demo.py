@@ -12,7 +12,6 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -34,6 +33,7 @@ from avatarstream.families.demo_options import (
 )
 from avatarstream.families.demo_parallel import split_a2v
 from avatarstream.families.demo_reference import choose_reference
+from avatarstream.families.demo_weights import FORMAT_KEY, FORMAT_VERSION, SHIPPED_WEIGHTS, read_config_json
 from avatarstream.families.options import FamilyOptions
 from avatarstream.models.demo import (
     A2VDiT,
@@ -57,12 +57,6 @@ from avatarstream.stages.demo.text import TextEncodeStage
 from avatarstream.weights.memory_check import meta_bytes, require_fits
 from avatarstream.weights.sandbox import inside
 
-#: Weights trained by ``make train-demo`` and shipped with the package (see MODEL.md).
-SHIPPED_WEIGHTS = resources.files("avatarstream") / "assets" / "demo"
-#: The layout of a demo weights folder (config.json + one .safetensors per module); config.json names it.
-FORMAT_KEY, FORMAT_VERSION = "format_version", 1
-#: Folders of an InfiniteTalk download root, to name the right --model when one is given to demo.
-INFINITETALK_FOLDERS = ("InfiniteTalk", "chinese-wav2vec2-base", "Wan2.1-I2V-14B-480P", "Wan2.1-I2V-14B-480P-Diffusers")
 RANDOM_NOTE = (
     "this model has random weights (drawn from seed {seed}): it renders grey noise, at the speed of the real thing; it is for benchmarks "
     "and tests. --model demo with its bundled weights animates the bundled avatar"
@@ -203,25 +197,8 @@ class DemoTinyFamily(DemoFamily):
 
 
 def _read_config(folder: Path) -> DemoConfig:
-    path = folder / "config.json"
-    if not folder.is_dir():
-        what = "is a file, not a folder" if folder.exists() else "not found"
-        raise InputError(f"weights folder {folder} {what}; --weights names a folder holding config.json and one .safetensors per module")
-    if not path.is_file() and any((folder / name).is_dir() for name in INFINITETALK_FOLDERS):
-        raise InputError(f"{folder} holds InfiniteTalk downloads, not demo weights; run it with --model infinitetalk --weights {folder}")
-    if not path.is_file():
-        raise InputError(f"no config.json in weights folder {folder}; a weights folder holds config.json and one .safetensors per module")
-    inside(folder, path)
+    data = read_config_json(folder)
     try:
-        data = json.loads(path.read_text())
-        if not isinstance(data, dict):
-            raise TypeError("expected a JSON object")
-        version = data.pop(FORMAT_KEY, FORMAT_VERSION)  # folders written before the key existed are version 1
-        if version != FORMAT_VERSION:
-            raise InputError(
-                f"weights folder {folder} has format version {version!r}; this avatarstream reads version {FORMAT_VERSION}: "
-                "use the avatarstream release that wrote it, or retrain with `make train-demo`"
-            )
         return DemoConfig.from_dict(data)
-    except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
-        raise InputError(f"invalid {path}: {exc}") from exc
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"invalid {folder / 'config.json'}: {exc}") from exc
