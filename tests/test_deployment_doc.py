@@ -1,4 +1,5 @@
-"""docs/deployment.md against the code: its layouts, memory figures, predictions and the FlashTalk conversion script."""
+"""docs/deployment.md against the code: its download lines, layouts, memory figures, sizing table, predictions and the
+FlashTalk conversion script."""
 
 from __future__ import annotations
 
@@ -6,24 +7,36 @@ import contextlib
 import io
 import json
 import re
+import shlex
 import shutil
 from pathlib import Path
 
+import huggingface_hub.cli.download as hf_download
 import pytest
+from huggingface_hub.cli.hf import app as hf_app
+from huggingface_hub.utils import filter_repo_objects
 from safetensors.torch import load_file, save_file
 
 from avatarstream.errors import InputError
+from avatarstream.families import sizing
+from avatarstream.families.infinitetalk.layout import WeightsLayout
 from avatarstream.families.infinitetalk.memory import loading_peak_gib, policy_table, real_weight_counts
 from avatarstream.families.infinitetalk.presets import PRESETS, check_geometry
 from avatarstream.families.infinitetalk.tiny import write_tiny_checkpoint
+from avatarstream.families.liveavatar import memory as liveavatar_memory
+from avatarstream.families.liveavatar.sequence_parallel import check_split
 from avatarstream.families.registry import load_family
 from avatarstream.models.infinitetalk.config import InfiniteTalkConfig
 from avatarstream.models.infinitetalk.sampler import Guidance
+from avatarstream.models.liveavatar.config import S2VConfig
 from avatarstream.runtime.parallel.guidance import check_guidance_split
 from avatarstream.runtime.parallel.layout import parse_parallel
 from avatarstream.runtime.parallel.ulysses import check_heads
+from avatarstream.runtime.policies import parse_residency
+from avatarstream.weights.sizing import GIB, GPU_CLASSES, verdict
 
-PAGE = Path(__file__).parents[1] / "docs" / "deployment.md"
+DOCS = Path(__file__).parents[1] / "docs"
+PAGE = DOCS / "deployment.md"
 TEXT = PAGE.read_text()
 PYTHON = re.findall(r"```python\n(.*?)```", TEXT, re.DOTALL)
 COMMAND = re.compile(r"`--nproc (\d+) --parallel ([^`]+)`")
@@ -122,6 +135,135 @@ def test_the_memory_figures_are_what_memory_py_computes() -> None:
     assert f"{peak:.1f} GiB of host memory per process" in TEXT and f"about {8 * peak:.0f} GiB" in TEXT
     streamed = counts.dit * 2 / 2**30
     assert f"copies its {streamed:.1f} GiB" in TEXT and f"{4 * streamed:.0f} GiB" in TEXT
+
+
+def test_the_sizing_block_is_what_the_memory_models_print() -> None:
+    start, end = "<!-- sizing: the output of python -m avatarstream.families.sizing", "<!-- /sizing -->"
+    block = TEXT[TEXT.index(start) : TEXT.index(end)].split("\n", 1)[1].strip()
+    assert block == sizing.markdown(), "the sizing block is out of date: paste the output of python -m avatarstream.families.sizing"
+    prose = TEXT[TEXT.index(end) :].split("\n## ")[0]
+    options = {(o.gpus, o.parallel, o.residency): o for o in sizing.configurations()[1].options}  # liveavatar at its preset size
+    eighty = next(gpu for gpu in GPU_CLASSES if gpu.name == "80 GB")
+    one = options[(1, "", "text_encoder=offloaded")]
+    assert verdict(one, eighty) == "tight" and f"{eighty.capacity_gib - one.need_gib:.1f} GiB of the card is left" in prose
+    assert verdict(options[(2, "sp=2", "default=resident")], eighty) == verdict(options[(4, "steps=4", "default=resident")], eighty) == "fits"
+    assert f"The DiT alone is {liveavatar_memory.real_weight_counts().dit * 2 / GIB:.1f} GiB" in prose
+    assert f"nor 80 × 10^9 bytes\n  ({80e9 / GIB:.1f} GiB)" in TEXT
+
+
+def test_more_gpus_at_the_same_residency_hold_no_more_per_gpu() -> None:
+    """What the page says of the options it does not name."""
+    for configuration in sizing.configurations():
+        several = [o for o in configuration.options if o.gpus > 1]
+        for residency in {o.residency for o in several}:
+            needs = [o.need_gib for o in sorted(several, key=lambda o: o.gpus) if o.residency == residency]
+            assert needs == sorted(needs, reverse=True), (configuration.name, residency)
+
+
+def test_every_sizing_option_is_a_layout_and_residency_the_model_takes(tiny_original: WeightsLayout, tiny_liveavatar: Path) -> None:
+    it, *la = sizing.configurations()
+    modules = load_family("infinitetalk", tiny_original.base.parent).modules
+    for option in it.options:  # every preset takes each layout (the runtime's own checks)
+        assert all(_refusal(preset, option.gpus, option.parallel) is None for preset in PRESETS if option.parallel), option.command
+        parse_residency(option.residency, modules)
+    heads, modules = S2VConfig.real().num_heads, load_family("liveavatar", tiny_liveavatar).modules
+    for option in (o for c in la for o in c.options):
+        layout = parse_parallel(option.parallel, option.gpus)
+        assert layout.processes == option.gpus and layout.steps in (1, liveavatar_memory.PRESET.steps), option.command
+        check_split(heads, layout.sp)
+        parse_residency(option.residency, modules)
+
+
+def test_the_download_sizes_are_the_counts() -> None:
+    counts = real_weight_counts()
+    assert f"16.4 B parameters stored as float32: {counts.dit_base * 4 / GIB:.1f} GiB in 7 shards" in TEXT
+    assert f"5.7 B parameters in bf16) is {counts.text_encoder * 2 / GIB:.1f} GiB" in TEXT
+    la = liveavatar_memory.real_weight_counts()
+    assert f"The DiT's {la.dit / 1e9:.1f} B parameters are {la.dit * 2 / GIB:.1f} GiB in bf16, umT5's 5.7 B {la.text_encoder * 2 / GIB:.1f} GiB" in TEXT
+    demo = sum(f.stat().st_size for f in (PAGE.parents[1] / "src" / "avatarstream" / "assets" / "demo").iterdir())
+    assert f"the weights ({demo / 2**20:.1f} MiB) ship" in TEXT
+
+
+def _download_lines(text: str, family: str) -> list[str]:
+    """The ``hf download`` lines of the bash block that downloads ``family`` and renders it from ROOT."""
+    for code in re.findall(r"```bash\n(.*?)```", text, re.DOTALL):
+        lines = [" ".join(line.split()) for line in code.replace("\\\n", " ").splitlines()]
+        if any(line.startswith(f"avatarstream render --model {family} --weights ROOT ") for line in lines):
+            downloads = [line for line in lines if line.startswith("hf download ")]
+            if downloads:
+                return downloads
+    raise AssertionError(f"no block downloads {family} and renders it from ROOT")
+
+
+class _Hub:
+    """Stand-ins for Hugging Face repositories, (repository, revision) -> the folder of its files, that ``hf download``'s
+    own code downloads from: the patterns are matched by huggingface_hub's ``filter_repo_objects``, as it does."""
+
+    def __init__(self, repos: dict[tuple[str, str], Path]) -> None:
+        self.repos = repos
+
+    def _files(self, repo_id: str, revision: str | None) -> Path:
+        return self.repos[(repo_id, revision or "main")]
+
+    def snapshot_download(self, *, repo_id: str, revision: str | None, allow_patterns: list[str] | None, ignore_patterns: list[str] | None,
+                          local_dir: str, **_: object) -> str:  # fmt: skip
+        folder = self._files(repo_id, revision)
+        names = [path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()]
+        for name in filter_repo_objects(names, allow_patterns=allow_patterns, ignore_patterns=ignore_patterns):
+            (Path(local_dir) / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(folder / name, Path(local_dir) / name)
+        return local_dir
+
+    def hf_hub_download(self, *, repo_id: str, revision: str | None, filename: str, local_dir: str, **_: object) -> str:
+        return self.snapshot_download(repo_id=repo_id, revision=revision, allow_patterns=[filename], ignore_patterns=None, local_dir=local_dir)
+
+
+#: Files of the real repositories the loaders never read: the download lines must leave them behind.
+UNREAD = ("README.md", "assets/demo.png", "wav2vec2-large-xlsr-53-english/pytorch_model.bin", "wav2vec2-large-xlsr-53-english/flax_model.msgpack",
+          "wav2vec2-large-xlsr-53-english/language_model/lm.binary", "wav2vec2-large-xlsr-53-english/vocab.json")  # fmt: skip
+
+
+def _stand_ins(family: str, tiny: Path, hub: Path) -> dict[tuple[str, str], Path]:
+    """The repositories ``family``'s lines download, made from its tiny checkpoint (the adapter's, the LoRA's folder as is)."""
+    if family == "infinitetalk":
+        audio = tiny / "chinese-wav2vec2-base"
+        for name in ("config.json", "preprocessor_config.json"):  # the main revision: the weights are in refs/pr/1 (as .bin in main)
+            (hub / "wav2vec2").mkdir(parents=True, exist_ok=True)
+            shutil.copy2(audio / name, hub / "wav2vec2" / name)
+        (hub / "pr1").mkdir()
+        shutil.copy2(audio / "model.safetensors", hub / "pr1" / "model.safetensors")
+        return {
+            ("Wan-AI/Wan2.1-I2V-14B-480P", "main"): tiny / "Wan2.1-I2V-14B-480P",
+            ("MeiGen-AI/InfiniteTalk", "main"): tiny / "InfiniteTalk",
+            ("TencentGameMate/chinese-wav2vec2-base", "main"): hub / "wav2vec2",
+            ("TencentGameMate/chinese-wav2vec2-base", "refs/pr/1"): hub / "pr1",
+        }
+    s2v = hub / "Wan2.2-S2V-14B"
+    shutil.copytree(tiny / "Wan2.2-S2V-14B", s2v)
+    for name in UNREAD:
+        (s2v / name).parent.mkdir(parents=True, exist_ok=True)
+        (s2v / name).write_bytes(b"not read")
+    return {("Wan-AI/Wan2.2-S2V-14B", "main"): s2v, ("Quark-Vision/Live-Avatar", "main"): tiny / "LiveAvatar"}
+
+
+@pytest.mark.parametrize("family", ["infinitetalk", "liveavatar"])
+def test_the_download_lines_make_the_folder_the_loader_reads(
+    family: str, tiny_original: WeightsLayout, tiny_liveavatar: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tiny = tiny_liveavatar if family == "liveavatar" else tiny_original.base.parent
+    hub = _Hub(_stand_ins(family, tiny, tmp_path / "hub"))
+    monkeypatch.setattr(hf_download, "snapshot_download", hub.snapshot_download)
+    monkeypatch.setattr(hf_download, "hf_hub_download", hub.hf_hub_download)
+    monkeypatch.chdir(tmp_path)
+    lines = _download_lines(TEXT, family)
+    for line in lines:  # through hf's own command parser (huggingface_hub as requirements/lock.txt pins it)
+        hf_app(args=shlex.split(line)[1:], standalone_mode=False)
+    capsys.readouterr()
+    root = tmp_path / "ROOT"
+    assert not [name for name in UNREAD if any(root.rglob(Path(name).name))], "the download lines take files the loader never reads"
+    load_family(family, root)  # the loader's own checks: every file where it looks, nothing missing
+    page = DOCS / "models" / f"{family}.md"
+    assert _download_lines(page.read_text(), family) == lines, f"{page.name} section 1 must give the same lines as deployment.md"
 
 
 def _flashtalk_stand_in(tiny: Path, download: Path) -> Path:

@@ -18,8 +18,8 @@ from avatarstream.components.wan.vae import build_vae
 from avatarstream.models.infinitetalk.config import InfiniteTalkConfig
 from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT, is_adapter_key
 from avatarstream.models.infinitetalk.image_encoder import clip_vision_config
+from avatarstream.weights.sizing import GIB, Configuration, Option
 
-GIB = 2**30
 #: Shards of the original Wan2.1-I2V-14B download (float32 on disk).
 ORIGINAL_SHARDS = 7
 
@@ -65,6 +65,34 @@ def real_weight_counts(config: InfiniteTalkConfig | None = None) -> WeightCounts
 
 
 FLOAT32 = 4  # bytes per parameter
+#: Processes the sizing table shards the DiT over (sp layouts every preset takes: 40 heads, 9 latent frames or more).
+SHARDED_GPUS = (2, 4, 8)
+STREAMED_NOTE = "copies the DiT over PCIe on every forward: slow (below)"
+
+
+@dataclass(frozen=True)
+class NetworkBytes:
+    """Each network's bytes at one ``--dtype``: the VAE and wav2vec2 stay float32 at any, as the reference keeps them."""
+
+    dit: int
+    block: int
+    outside: int
+    vae: int
+    audio: int
+    text: int
+    image: int
+
+    @classmethod
+    def of(cls, counts: WeightCounts, bytes_per_param: int) -> NetworkBytes:
+        b = bytes_per_param
+        return cls(
+            counts.dit * b, counts.dit_block * b, counts.dit_outside_blocks * b, counts.vae * FLOAT32, counts.audio_encoder * FLOAT32,
+            counts.text_encoder * b, counts.image_encoder * b,
+        )  # fmt: skip
+
+    @property
+    def others(self) -> int:
+        return self.vae + self.audio + self.text + self.image
 
 
 def policy_table(counts: WeightCounts, bytes_per_param: int, gpus: int = 8) -> list[tuple[str, float, float]]:
@@ -76,21 +104,44 @@ def policy_table(counts: WeightCounts, bytes_per_param: int, gpus: int = 8) -> l
     ``sharded`` splits the DiT over ``gpus`` ranks and gathers one block (plus
     the prefetched next one) at a time.
     """
-    b = bytes_per_param
-    dit, block, outside = counts.dit * b, counts.dit_block * b, counts.dit_outside_blocks * b
-    vae, audio = counts.vae * FLOAT32, counts.audio_encoder * FLOAT32  # float32 at any --dtype, as the reference keeps them
-    text, image = counts.text_encoder * b, counts.image_encoder * b
-    others = vae + audio + text + image
-    total = dit + others
+    s = NetworkBytes.of(counts, bytes_per_param)
+    total = s.dit + s.others
     rows = [
-        ("resident (everything on the device)", total, 0.0),
-        ("DiT resident, text encoder offloaded", total - text, text),
-        ("offloaded (everything)", dit + vae, total),
-        ("DiT streamed:2, rest resident", others + outside + 2 * block, dit),
-        ("DiT streamed:2, rest offloaded", outside + 2 * block + vae, total),
-        (f"DiT sharded over {gpus} GPUs, rest resident", others + dit / gpus + 2 * block, 0.0),
+        ("resident (everything on the device)", total, 0),
+        ("DiT resident, text encoder offloaded", total - s.text, s.text),
+        ("offloaded (everything)", s.dit + s.vae, total),
+        ("DiT streamed:2, rest resident", s.others + s.outside + 2 * s.block, s.dit),
+        ("DiT streamed:2, rest offloaded", s.outside + 2 * s.block + s.vae, total),
+        (f"DiT sharded over {gpus} GPUs, rest resident", s.others + s.dit / gpus + 2 * s.block, 0),
     ]
     return [(name, device / GIB, host / GIB) for name, device, host in rows]
+
+
+def sizing(counts: WeightCounts, bytes_per_param: int = 2) -> Configuration:
+    """The ways to run the model for the sizing table, most preferred first: the same weights for either preset.
+
+    The text encoder stays resident in all of them: offloaded, it visits at every session start while the DiT is on
+    the device, so it lowers what the chunk loop holds but never the peak.
+    """
+    s = NetworkBytes.of(counts, bytes_per_param)
+    rest = (("text encoder", s.text / GIB), ("image encoder, VAE, audio encoder", (s.image + s.vae + s.audio) / GIB))
+
+    def option(gpus: int, parallel: str, residency: str, dit: str, dit_bytes: float, note: str = "") -> Option:
+        return Option(gpus, parallel, residency, ((dit, dit_bytes / GIB), *rest), note=note)
+
+    return Configuration(
+        "infinitetalk",
+        "`infinitetalk`, either preset",
+        (
+            option(1, "", "default=resident", "DiT", s.dit),
+            option(1, "", "dit=streamed:2", "DiT outside its blocks + 2 block slots", s.outside + 2 * s.block, STREAMED_NOTE),
+            option(2, "sp=2", "default=resident", "DiT", s.dit, "or any layout of section 3: every GPU holds the whole model"),
+            *(
+                option(n, f"sp={n}", "dit=sharded", f"DiT shard 1/{n} + 2 gathered blocks", s.dit / n + 2 * s.block, "sharded over the sp group")
+                for n in SHARDED_GPUS
+            ),
+        ),
+    )
 
 
 def loading_peak_gib(counts: WeightCounts, bytes_per_param: int) -> float:

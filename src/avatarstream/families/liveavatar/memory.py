@@ -18,16 +18,18 @@ from transformers import UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2Model
 from avatarstream.components.wan.config import VAE_SPATIAL_STRIDE, VAEConfig
 from avatarstream.components.wan.text_encoder import umt5_config
 from avatarstream.components.wan.vae import build_vae
+from avatarstream.families.liveavatar.presets import PRESETS, Preset
 from avatarstream.models.liveavatar.config import S2VConfig, StreamGeometry
+from avatarstream.weights.sizing import GIB, Configuration, Option
 
-GB = 1e9
-GIB = 2**30
 #: Sizes the table lists (width, height), all multiples of 64; 704x384 is the preset.
 SIZES = ((704, 384), (832, 448), (1024, 576), (1280, 704))
 PRECISIONS = {"bf16": 2, "fp32": 4}
 #: wav2vec2-large-xlsr-53's sizes (24 layers of 1024).
 WAV2VEC2_LARGE: dict[str, Any] = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096}
-H200_GIB = 139.8  # what torch reports as an H200's total memory
+PRESET = PRESETS["liveavatar"]
+#: The one sp size the real DiT takes (40 heads; a block's 3 latent frames split whole over the ranks).
+SP = 2
 
 
 def kv_bytes(config: S2VConfig, size: tuple[int, int], bytes_per_value: int, steps: int = 4, cache_blocks: int = 4) -> tuple[int, int]:
@@ -63,12 +65,49 @@ def real_weight_counts() -> WeightCounts:
         )
 
 
+def sink_peak(sink: float, sp: int) -> float:
+    """The most sink memory one rank holds: the refresh after the first clip computes the new sink whole (every rank does)
+    while the old one, the rank's heads of it, is still held; under sp the rank then copies its heads out of the new one."""
+    held = sink / sp
+    return held + sink + (held if sp > 1 else 0)
+
+
+def sizing(config: S2VConfig, counts: WeightCounts, size: tuple[int, int], bytes_per_value: int = 2, preset: Preset = PRESET) -> Configuration:
+    """The ways to run the model at ``size`` for the sizing table, fewest GPUs first, umT5 resident before offloaded.
+
+    Every process holds the whole DiT, VAE and wav2vec2 (``sp`` and ``steps`` split the work, not the weights); a rank
+    holds the step caches of the steps it runs, for its heads, and the sink for its heads. The text encoder runs once
+    per session before any cache exists, so offloading it takes its weights out of the chunk loop's peak. The streamed
+    and sharded policies are left out: the sink prefill calls the last block's projections outside the block's forward,
+    where neither policy brings its weights in.
+    """
+    b, steps = bytes_per_value, preset.steps
+    caches, sink = kv_bytes(config, size, b, steps, preset.cache_blocks)
+    networks, umt5 = (counts.dit + counts.vae + counts.audio_encoder) * b / GIB, counts.text_encoder * b / GIB
+    options = []
+    for gpus, parallel, mine, sp in (
+        (1, "", steps, 1),
+        (SP, f"sp={SP}", steps, SP),
+        (steps, f"steps={steps}", 1, 1),
+        (steps * SP, f"steps={steps},sp={SP}", 1, SP),
+    ):
+        heads = f" for 1/{sp} of the heads" if sp > 1 else ""
+        held = (
+            (f"{mine} step cache{'s' if mine > 1 else ''}{heads}", mine * caches / steps / sp / GIB),
+            ("sink, old and new at its refresh", sink_peak(sink / GIB, sp)),
+        )
+        options.append(Option(gpus, parallel, "default=resident", (("DiT, VAE, wav2vec2, umT5", networks + umt5),), held))
+        options.append(Option(gpus, parallel, "text_encoder=offloaded", (("DiT, VAE, wav2vec2", networks),), held, (("umT5", umt5),)))
+    name = f"`liveavatar` {size[0]}x{size[1]}" + (" (the preset)" if size == preset.size else "")
+    return Configuration("liveavatar", name, tuple(options))
+
+
 def markdown(config: S2VConfig, counts: WeightCounts) -> str:
     """The tables of docs/models/liveavatar.md."""
     lines = ["| network | parameters | bf16 | fp32 |", "|---|---:|---:|---:|"]
     for name, n in (("S2V DiT (LoRA merged)", counts.dit), ("VAE (Wan 2.1)", counts.vae), ("wav2vec2-large-xlsr-53", counts.audio_encoder),
                     ("umT5-XXL encoder", counts.text_encoder)):  # fmt: skip
-        lines.append(f"| {name} | {n / 1e9:.3f} B | {n * 2 / GB:.1f} GB | {n * 4 / GB:.1f} GB |")
+        lines.append(f"| {name} | {n / 1e9:.3f} B | {n * 2 / GIB:.1f} GiB | {n * 4 / GIB:.1f} GiB |")
     lines += [
         "",
         "| size (WxH) | tokens per latent frame | 4 step caches bf16 | sink bf16 | 4 step caches fp32 | sink fp32 |",
@@ -79,17 +118,15 @@ def markdown(config: S2VConfig, counts: WeightCounts) -> str:
         cells = []
         for bytes_per_value in PRECISIONS.values():
             steps, sink = kv_bytes(config, size, bytes_per_value)
-            cells += [f"{steps / GB:.1f} GB", f"{sink / GB:.2f} GB"]
+            cells += [f"{steps / GIB:.1f} GiB", f"{sink / GIB:.2f} GiB"]
         lines.append(f"| {size[0]}x{size[1]} | {per_frame} | " + " | ".join(cells) + " |")
-    steps, sink = kv_bytes(config, SIZES[0], 2)
-    resident = counts.dit + counts.vae + counts.audio_encoder
-    total = (resident * 2 + steps + sink) / GIB
+    one_gpu = next(o for o in sizing(config, counts, PRESET.size).options if o.gpus == 1 and "offloaded" in o.residency)
+    width, height = PRESET.size
     lines += [
         "",
         (
-            f"One H200 ({H200_GIB:.0f} GiB) at 704x384 in bf16: DiT, VAE and wav2vec2 resident {resident * 2 / GIB:.1f} GiB + 4 step caches "
-            f"{steps / GIB:.1f} GiB + sink {sink / GIB:.1f} GiB = {total:.1f} GiB, leaving {H200_GIB - total:.1f} GiB for activations; "
-            f"umT5 ({counts.text_encoder * 2 / GIB:.1f} GiB in bf16) runs once per session and can be offloaded (`--residency text_encoder=offloaded`)."
+            f"One GPU at {width}x{height} in bf16, umT5 offloaded (`--residency text_encoder=offloaded`), in GiB: "
+            f"{one_gpu.arithmetic()}. Activations are not counted."
         ),
     ]
     return "\n".join(lines)
