@@ -61,6 +61,11 @@ class RenderResult:
         """Every output received everything."""
         return all(r.complete for r in self.outputs)
 
+    @property
+    def failed(self) -> list[SinkReport]:
+        """The file outputs that did not get everything (a full disk, say): what they hold is not the whole video."""
+        return [r for r in self.outputs if r.failed]
+
 
 def render(
     audio: PathLike | Iterable[PcmBlock] | None = None,
@@ -229,11 +234,12 @@ def _render(
     finally:
         if tracer is not None:
             tracer.close()
-        recorder.extra["outputs"] = [dataclasses.asdict(r) for r in publisher.reports]
+        recorder.extra["outputs"] = [{**dataclasses.asdict(r), "complete": r.complete} for r in publisher.reports]
         summary = recorder.write(Path(report)) if report is not None else recorder.summary()
         recorder.close()
         for sink_report in publisher.reports:
-            if not sink_report.complete:
-                print(f"warning: output {sink_report.name} did not deliver everything: {sink_report.packets_dropped} packets dropped; "
-                      f"{'; '.join(sink_report.errors[-3:])}", file=sys.stderr)  # fmt: skip
+            if sink_report.failed:
+                print(f"error: output {sink_report.name} is incomplete: {sink_report.summary()}", file=sys.stderr)
+            elif not sink_report.complete:
+                print(f"warning: output {sink_report.name} did not deliver everything: {sink_report.summary()}", file=sys.stderr)
     return RenderResult(summary, publisher.reports, kept)

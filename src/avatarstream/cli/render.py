@@ -84,8 +84,10 @@ def run(args: argparse.Namespace) -> int:
         for what, path in (("", outputs.file), ("HLS ", outputs.hls), ("frames ", outputs.frames), ("report ", args.report), ("trace ", args.trace))
         if path
     ]
+    failed = [r.name for r in result.failed]
+    status = f"failed: {', '.join(failed)} incomplete (above)" if failed else "done"
     print(
-        f"done{' -> ' + ', '.join(wrote) if wrote else ''}: {summary['frames']} frames ({summary['duration_s']:.2f} s) | "
+        f"{status}{' -> ' + ', '.join(wrote) if wrote else ''}: {summary['frames']} frames ({summary['duration_s']:.2f} s) | "
         f"time to first frame {summary['ttff_s']:.3f} s | real-time factor {summary['realtime_factor']:.2f}x | "
         f"{summary['fps_out']:.1f} fps | model load {summary['load_s']:.2f} s | peak RSS {summary['peak_rss_bytes'] / 2**20:.0f} MiB",
         flush=True,
@@ -98,4 +100,4 @@ def run(args: argparse.Namespace) -> int:
             pass
         finally:
             result.preview.stop()
-    return 0
+    return 1 if failed else 0

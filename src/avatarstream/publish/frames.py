@@ -60,7 +60,7 @@ class PngFrameSink(FrameSink):
         self.folder = Path(folder)
         self.name = f"frames:{self.folder}"
         self._option = option
-        self._report = SinkReport(self.name)
+        self._report = SinkReport(self.name, lossless=True)
 
     def open(self) -> None:
         check_frames_folder(self.folder, self._option)

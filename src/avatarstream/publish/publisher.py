@@ -63,6 +63,10 @@ class Publisher(ClosesOnExit):
     def frame_sinks(self) -> list[FrameSink]:
         return self._fanout.frame_sinks
 
+    def failed_outputs(self) -> list[str]:
+        """The file outputs that have failed so far, each as ``name: first error`` (a live session stops on one)."""
+        return [f"{runner.sink.name}: {runner.failed}" for runner in self._fanout.runners if runner.failed is not None]
+
     @property
     def frames_encoded(self) -> int:
         return self._background.frames_written

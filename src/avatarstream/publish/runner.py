@@ -43,7 +43,7 @@ class SinkRunner:
         self._queue: queue.Queue[EncodedPacket | None] = queue.Queue(maxsize=max_queued_packets)  # None, queued by finish(): no more packets
         self._dropped_on_put = 0  # touched by the producer thread only
         self._skipping = False  # producer side: a packet was dropped, wait for a keyframe
-        self._report = SinkReport(sink.name)  # touched by the worker thread only
+        self._report = SinkReport(sink.name, lossless=sink.lossless)  # written by the worker thread only
         self._extra_errors = 0
         self._thread: threading.Thread | None = None
 
@@ -89,6 +89,7 @@ class SinkRunner:
                 report.packets_dropped + self._dropped_on_put + self._queue.qsize(),
                 report.retries,
                 [*report.errors, f"did not finish within {timeout_s:g} s; abandoned"],
+                report.lossless,
             )
         report.packets_dropped += self._dropped_on_put
         if self._extra_errors:
@@ -152,8 +153,15 @@ class SinkRunner:
         for message in closed.errors:
             self._error(message)
 
+    @property
+    def failed(self) -> str | None:
+        """For a file output that has failed: its first error (read from another thread: the list only grows)."""
+        errors = self._report.errors
+        return errors[0] if self.sink.lossless and errors else None
+
     def _error(self, message: str) -> None:
-        log.warning("%s: %s", self.sink.name, message)
+        # a live sink's failure is news now; a file's is reported once, at the end of the render or by its session
+        log.log(logging.DEBUG if self.sink.lossless else logging.WARNING, "%s: %s", self.sink.name, message)
         if len(self._report.errors) < MAX_ERRORS_KEPT:
             self._report.errors.append(message)
         else:

@@ -17,11 +17,21 @@ class SinkReport:
     packets_dropped: int = 0
     retries: int = 0
     errors: list[str] = field(default_factory=list)
+    lossless: bool = False  # a file output, which must get every packet (a live sink may drop some and go on)
 
     @property
     def complete(self) -> bool:
         """Everything was delivered: nothing dropped, nothing failed."""
         return not self.packets_dropped and not self.errors
+
+    @property
+    def failed(self) -> bool:
+        """A file output that did not get everything: what it holds is not the whole stream."""
+        return self.lossless and not self.complete
+
+    def summary(self) -> str:
+        """One line: what went wrong (its last errors) and what was lost."""
+        return f"{'; '.join(self.errors[-3:]) or 'no error'} ({self.packets_delivered} packets written, {self.packets_dropped} dropped)"
 
 
 class Sink(ABC):

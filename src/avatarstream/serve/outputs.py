@@ -76,6 +76,9 @@ class FramesOnly:
     def close(self) -> list[SinkReport]:
         return []
 
+    def failed_outputs(self) -> list[str]:
+        return []
+
 
 def _kvs_sink(spec: Outputs) -> Sink:
     from avatarstream.publish.kvs import KvsSettings, KvsSink  # loads botocore only when asked for

@@ -139,6 +139,9 @@ class Session:
                     finally:
                         self._in_submit = False
                     self._published(chunk)
+                    if failed := self.publisher.failed_outputs():  # a full disk, say: this session stops, the others go on
+                        self._fail(f"output {failed[0]}; the session stopped")
+                        break
                     if self._stopping:
                         break
             # the audio ended (a batch job's file): the manager reports "done" once the outputs are final
@@ -218,6 +221,12 @@ class Session:
         if self._submitting is not None:
             concurrent.futures.wait([self._submitting])
         return self.publisher.close()
+
+    def fail_on_outputs(self, reports: list[Any]) -> None:
+        """After the outputs closed: a file output that did not get everything fails the session (unless it failed already)."""
+        failed = [r for r in reports if r.failed]
+        if failed and self.state != "failed":
+            self._fail(f"output {failed[0].name}: {failed[0].summary()}")
 
     def _fail(self, message: str) -> None:
         self.state = "failed"

@@ -211,6 +211,7 @@ class SessionManager:
         except Exception as err:  # noqa: BLE001 - an output that fails to finalize is reported, not raised
             reports = []
             session.error = session.error or f"an output could not be finalized: {err}"
+        session.fail_on_outputs(reports)
         del self.active[session.id]
         self.engine.pipelines.release(session.built)
         session.built.pipeline.runtime.ops.release_host_memory()  # the session's buffers, freed just now, leave the server's RSS (CPU)
