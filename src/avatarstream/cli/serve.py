@@ -60,10 +60,16 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-upload-mb", type=float, default=50.0, help="largest request body or WebSocket message, in MiB")
     p.add_argument("--max-queued-audio", type=float, default=60.0, help="seconds of streamed speech a session queues before the socket waits")
     p.add_argument("--lookahead", type=float, help="seconds generation may run ahead of the wall clock (default: one chunk)")
-    p.add_argument("--result-ttl", type=float, default=3600.0, help="seconds a finished video stays downloadable")
+    p.add_argument(
+        "--result-ttl", type=float, default=3600.0,
+        help="seconds a finished video stays downloadable; with --work-dir, also how long a session's folder stays there (across restarts)",
+    )  # fmt: skip
     add_x264_preset_argument(p)
     add_ice_argument(p)
-    p.add_argument("--work-dir", type=Path, help="folder for session files (default: a fresh temporary folder)")
+    p.add_argument(
+        "--work-dir", type=Path,
+        help="folder for session files, kept after the server stops until --result-ttl passes (default: a temporary folder, removed at exit)",
+    )  # fmt: skip
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="JSON logs on stderr")
 
 

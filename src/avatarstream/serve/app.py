@@ -92,7 +92,7 @@ def create_app(settings: ServeSettings, device: torch.device | None = None, para
     manager: SessionManager
     metrics = ServeMetrics(lambda: manager.queued_audio_s)
     engine = Engine(pipelines, metrics, executor)
-    manager = SessionManager(settings, engine, work_dir)
+    manager = SessionManager(settings, engine, work_dir, keeps_files=not owns_work_dir)
     context = ServerContext(settings, engine, manager, TokenCheck(settings.token))
 
     @asynccontextmanager

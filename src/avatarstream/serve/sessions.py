@@ -32,6 +32,7 @@ from avatarstream.sources.audio_file import AudioFileSource
 from avatarstream.sources.pcm import PcmBlock
 
 MAX_ENDED = 1000  # ended records kept (status + result file), oldest forgotten first
+FOLDER_PREFIX = "session-"  # a session's folder in the work dir
 
 
 @dataclass
@@ -45,12 +46,18 @@ class Ended:
 
 
 class SessionManager:
-    """Holds the running sessions (bounded by ``max_sessions``) and the records of ended ones."""
+    """Holds the running sessions (bounded by ``max_sessions``) and the records of ended ones.
 
-    def __init__(self, settings: ServeSettings, engine: Engine, work_dir: Path) -> None:
+    ``keeps_files``: ``work_dir`` is the user's (``--work-dir``): the session folders in it outlive the server (a stop
+    finalizes them and leaves them), and the reaper removes any folder older than the result TTL, this run's or an
+    earlier one's. Otherwise the folder is the server's temporary one, removed at exit.
+    """
+
+    def __init__(self, settings: ServeSettings, engine: Engine, work_dir: Path, *, keeps_files: bool = False) -> None:
         self.settings = settings
         self.engine = engine
         self.work_dir = work_dir
+        self.keeps_files = keeps_files
         self.active: dict[str, Session] = {}
         self.ended: OrderedDict[str, Ended] = OrderedDict()
         self._reserved = 0
@@ -68,7 +75,7 @@ class SessionManager:
                 {"Retry-After": str(self.settings.retry_after_s)},
             )
         self._reserved += 1
-        return Path(tempfile.mkdtemp(prefix="session-", dir=self.work_dir))
+        return Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=self.work_dir))
 
     def release(self, folder: Path) -> None:
         """Give back a slot whose session never started."""
@@ -267,13 +274,26 @@ class SessionManager:
                 await self.close_if_running(session.id)
         for sid in [sid for sid, e in self.ended.items() if e.expires < now]:
             self._forget(sid)
+        if self.keeps_files:
+            self._remove_aged_folders()
+
+    def _remove_aged_folders(self) -> None:
+        """Session folders in the user's work dir that no session here holds and that are older than the result TTL (an
+        earlier run's, say): removed, as this run's own are once their TTL passes."""
+        held = {s.folder for s in self.active.values()} | {e.folder for e in self.ended.values()}
+        oldest = time.time() - self.settings.result_ttl_s
+        for folder in self.work_dir.glob(f"{FOLDER_PREFIX}*"):
+            with contextlib.suppress(OSError):  # gone already, or not ours to read
+                if folder.is_dir() and folder not in held and _last_written(folder) < oldest:
+                    shutil.rmtree(folder, ignore_errors=True)
 
     async def shutdown(self) -> None:
         if self._reaper is not None:
             self._reaper.cancel()
         await asyncio.gather(*(self.close(sid, s.mode) for sid, s in list(self.active.items())), return_exceptions=True)
-        for sid in list(self.ended):
-            self._forget(sid)
+        if not self.keeps_files:  # a user's work dir keeps its finalized sessions; the temporary one goes at exit anyway
+            for sid in list(self.ended):
+                self._forget(sid)
 
 
 async def _file_blocks(source: AudioFileSource) -> AsyncIterator[PcmBlock]:
@@ -283,6 +303,11 @@ async def _file_blocks(source: AudioFileSource) -> AsyncIterator[PcmBlock]:
             yield block
     finally:
         source.close()
+
+
+def _last_written(folder: Path) -> float:
+    """When the folder or a file in it last changed (a video grows long after its folder was made)."""
+    return max(path.stat().st_mtime for path in (folder, *folder.iterdir()))
 
 
 def _gone(mode: Mode) -> str:
