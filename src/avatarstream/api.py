@@ -83,6 +83,7 @@ def render(
     overlap: bool | None = None,
     compile: bool = False,
     threads: int | None = None,
+    deterministic: bool = False,
     seed: int = 0,
     preset: str = "veryfast",
     report: PathLike | None = None,
@@ -104,7 +105,9 @@ def render(
     ``residency``: where each module's weights live, as ``--residency``.
     ``parallel``: how the processes of a torchrun launch split the session, as ``--parallel``.
     ``overlap``: finish chunk k while chunk k+1 generates (default: on with CUDA).
-    ``threads``: torch CPU threads (default: one per core). ``report`` /
+    ``threads``: torch CPU threads (default: one per core while the machine is quiet, fewer while other programs
+    compete). ``deterministic``: hold the thread count whatever the load, so the same seed gives bit-identical frames
+    on a CPU (by default a count that follows the load can change the last bits of some frames). ``report`` /
     ``trace``: write the JSON report / a Chrome trace. Warnings about the inputs (random weights, a reference the
     weights cannot animate, audio below the model's rate) are printed once each on stderr (``warning: ...``) and
     listed in the report's ``warnings``. Raises ``InputError``
@@ -118,7 +121,7 @@ def render(
         outputs = dataclasses.replace(outputs, frames=frames)
     # the checks the CLI made before importing torch: a mistake is told before the model's code loads
     check_render_inputs(audio, reference, outputs, report, trace, seed=seed, model=model, weights=weights, model_options=model_options)
-    set_threads(threads)
+    set_threads(threads, follow_machine=not deterministic)
     if audio is None:
         audio = DEFAULT_SPEECH
     opened: AudioFileSource | None = None  # a file is ours to close

@@ -37,7 +37,13 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p.add_argument("--out", type=Path, default=Path("out/avatar.mp4"), help="output MP4 (H.264 + AAC); '-' for none when other outputs are given")
     p.add_argument("--report", type=Path, help="write a JSON report: time to first frame, fps, real-time factor, per-stage and per-chunk figures, memory")
     p.add_argument("--trace", type=Path, help="write a Chrome trace-event JSON (open in Perfetto) with one span per stage per chunk")
-    p.add_argument("--seed", type=int, default=0, help="noise seed; the same seed gives the same video")
+    p.add_argument("--seed", type=int, default=0, help="noise seed; the same seed gives the same video (bit for bit with --deterministic)")
+    p.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="hold torch's CPU thread count whatever other programs do, so the same seed gives bit-identical frames "
+        "(by default the count follows the machine's load, which can change the last bits of some frames; slower next to a busy program)",
+    )
     add_x264_preset_argument(p)
     add_runtime_arguments(p)
     add_compile_argument(p)
@@ -73,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     relaunch(args.nproc, args.argv, args.parallel)  # returns in a torchrun worker or when --nproc is 1
     result = render(
         args.audio, args.reference, out=outputs, prompt=args.prompt, model=args.model, weights=args.weights, model_options=options, device=args.device, residency=args.residency, parallel=args.parallel,
-        overlap=args.overlap, compile=args.compile, threads=args.threads, seed=args.seed, preset=args.x264_preset, report=args.report, trace=args.trace,
+        overlap=args.overlap, compile=args.compile, threads=args.threads, deterministic=args.deterministic, seed=args.seed, preset=args.x264_preset, report=args.report, trace=args.trace,
         progress=not args.no_progress,
     )  # fmt: skip
     summary = result.report
