@@ -8,15 +8,22 @@ answers with BUFFERING / RECEIVED / PERSISTED / IDLE / ERROR acknowledgements,
 and keeps the fragments it persisted so a test can rebuild the stream.
 Faults can be injected: an ERROR for the n-th fragment (after which the
 service ends the response, as the producer SDK expects it to), a connection
-that stalls halfway through the n-th fragment and then dies, and silence
-(IDLE acknowledgements, then the end of the request).
+that stalls halfway through the n-th fragment and then dies, one that is
+reset (TCP RST) there, one where the service stops reading and acknowledging
+there and keeps the connection open, requests refused with the HTTP errors
+PutMedia documents (throttling: 400 ClientLimitExceededException /
+ConnectionLimitExceededException) or accepted and never answered, and
+silence (IDLE acknowledgements, then the end of the request).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import struct
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -32,6 +39,7 @@ from kvs_ebml_reader import (
     TIMECODE,
     TIMECODE_SCALE,
     TRACKS,
+    Frame,
     Head,
     children,
     cluster_frames,
@@ -47,6 +55,10 @@ CREDENTIALS = Credentials("AKIAFAKEKVSTEST", "fake/secret/key/for/tests")
 STREAM = "avatar-test"
 EXPECTED_TRACKS = {1: "V_MPEG4/ISO/AVC", 2: "A_AAC"}
 CLIENT_LEAVE_S = 5.0
+THROTTLE_MESSAGES = {  # PutMedia's throttling errors (both HTTP 400), as its API reference words them
+    "ClientLimitExceededException": "Kinesis Video Streams has throttled the request because you have exceeded the limit of allowed client calls.",
+    "ConnectionLimitExceededException": "Kinesis Video Streams has throttled the request because you have exceeded the limit of allowed client connections.",
+}
 
 
 @dataclass
@@ -55,6 +67,12 @@ class Faults:
 
     error_at: dict[int, int] = field(default_factory=dict)  # index -> ErrorId
     drop_at: set[int] = field(default_factory=set)
+    reset_at: set[int] = field(default_factory=set)  # halfway through the fragment the connection is reset (RST)
+    stall_at: set[int] = field(default_factory=set)  # halfway through: no more reading, acknowledging or persisting
+    # By PutMedia request (0 = the first): refused with (HTTP status, x-amz-ErrorType), or accepted and never answered.
+    refuse: dict[int, tuple[int, str]] = field(default_factory=dict)
+    hang: set[int] = field(default_factory=set)
+    stall_s: float = 30.0  # a stalled or unanswered request is closed after this long, if the client has not left
     idle_ack_s: float = 0.5  # an IDLE acknowledgement after this long without data
     idle_close_s: float = 30.0  # the request is ended after this long without data (the service: 30 s)
     drop_stall_s: float = 0.2  # a dropped connection first stalls this long (acknowledgements already sent arrive)
@@ -65,7 +83,11 @@ class Connection:
     """What one PutMedia request looked like, for the test to inspect."""
 
     headers: dict[str, str]
-    status: int = 200
+    opened_at: float = field(default_factory=time.monotonic)
+    faulted_at: float | None = None  # when an injected fault (above) struck it
+    acked_at: float | None = None  # when the latest acknowledgement was sent
+    ended_at: float | None = None  # when the service ended the response (or the client left)
+    status: int = 200  # 0: never answered
     fragments: list[int] = field(default_factory=list)  # timecodes persisted on this connection
     acks: list[str] = field(default_factory=list)  # event types sent
     ended: str = ""
@@ -76,6 +98,7 @@ class Stored:
     timecode: int
     cluster: bytes  # the whole Cluster element
     last_ms: int  # its latest frame
+    frames: list[Frame]  # audio and video: one per packet the producer sent
 
 
 class Rejection(Exception):
@@ -166,19 +189,32 @@ class FakeKvs:
         return web.json_response({"message": message}, status=status, headers={"x-amzn-ErrorType": f"{error_type}:"})
 
     async def _put_media(self, request: web.Request) -> web.StreamResponse:
+        number = len(self.connections)
         connection = Connection(dict(request.headers))
         self.connections.append(connection)
         if not self.respond:
             await asyncio.sleep(3600)
+        if number in self.faults.hang:  # accepted, then silence: no status line, nothing read
+            transport = request.transport
+            connection.status, connection.faulted_at = 0, connection.opened_at
+            connection.ended = await _until_client_leaves(request, self.faults.stall_s)
+            connection.ended_at = time.monotonic()
+            transport.close()  # type: ignore[union-attr]
+            return web.Response()  # never sent: the connection is closed
         refused = self._refusal(request)
+        if refused is None and number in self.faults.refuse:
+            status, error_type = self.faults.refuse[number]
+            refused = status, error_type, THROTTLE_MESSAGES.get(error_type, f"injected {error_type}")
+            connection.faulted_at = time.monotonic()
         if refused is not None:
             status, error_type, message = refused
-            connection.status, connection.ended = status, "refused"
-            return web.json_response({"message": message}, status=status, headers={"x-amz-ErrorType": f"{error_type}:"})
+            connection.status, connection.ended, connection.ended_at = status, "refused", time.monotonic()
+            return web.json_response({"message": message}, status=status, headers={"x-amz-ErrorType": f"{error_type}:"})  # as the reference names it
         response = web.StreamResponse()
         response.enable_chunked_encoding()
         await response.prepare(request)
         await _Session(self, request, response, connection).run()
+        connection.ended_at = time.monotonic()
         return response
 
     def _refusal(self, request: web.Request) -> tuple[int, str, str] | None:
@@ -263,9 +299,18 @@ class _Session:
         reader.cancel()
         watchdog.cancel()
         self.connection.ended = done.pop().result()
+        transport = self.request.transport
         if self.connection.ended == "dropped":
             await asyncio.sleep(self.faults.drop_stall_s)  # the connection stalls, then dies
-            self.request.transport.close()  # type: ignore[union-attr]
+            transport.close()  # type: ignore[union-attr]
+        elif self.connection.ended == "reset":
+            sock = transport.get_extra_info("socket")  # type: ignore[union-attr]
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with RST, not FIN
+            transport.abort()  # type: ignore[union-attr]
+        elif self.connection.ended == "stalled":
+            pump.cancel()  # what the client sends from now on stays unread
+            self.connection.ended += f", then {await _until_client_leaves(self.request, self.faults.stall_s)}"
+            transport.close()  # type: ignore[union-attr]
         else:
             try:
                 async with self._write_lock:
@@ -331,17 +376,20 @@ class _Session:
         timecode = uint(timecode_bytes)
         await self._ack("BUFFERING", timecode)
         rest = size - len(first.raw) - len(timecode_bytes)
-        if index in self.faults.drop_at:
-            self.faults.drop_at.discard(index)
-            await self.feed.read(rest // 2)
-            return "dropped"
+        for fault, faults in (("dropped", self.faults.drop_at), ("reset", self.faults.reset_at), ("stalled", self.faults.stall_at)):
+            if index in faults:
+                faults.discard(index)
+                await self.feed.read(rest // 2)
+                self.connection.faulted_at = time.monotonic()
+                return fault
         body = first.raw + timecode_bytes + await self.feed.read(rest)
-        last_ms = self._check_fragment(body)
+        last_ms, frames = self._check_fragment(body)
         await self._ack("RECEIVED", timecode)
         if index in self.faults.error_at:
+            self.connection.faulted_at = time.monotonic()
             await self._ack("ERROR", timecode, error_id=self.faults.error_at.pop(index))
             return "error acknowledged"
-        self.kvs.stored.append(Stored(timecode, head.raw + body, last_ms))
+        self.kvs.stored.append(Stored(timecode, head.raw + body, last_ms, frames))
         self.connection.fragments.append(timecode)
         if self.kvs.persist:
             await self._ack("PERSISTED", timecode)
@@ -353,8 +401,8 @@ class _Session:
             if number not in found or found[number][0] != codec or not found[number][1]:
                 raise Rejection(4006, f"track {number} must be {codec} with codec private data, got {found.get(number)}")
 
-    def _check_fragment(self, cluster: bytes) -> int:
-        """The fragment's latest frame time, if it keeps the rules."""
+    def _check_fragment(self, cluster: bytes) -> tuple[int, list[Frame]]:
+        """The fragment's latest frame time and its frames, if it keeps the rules."""
         timecode, frames = cluster_frames(cluster)
         if timecode is None or not frames:
             raise Rejection(4006, "a Cluster without a timecode or frames")
@@ -369,7 +417,7 @@ class _Session:
         previous = self.kvs.stored[-1] if self.kvs.stored else None
         if previous is not None and min(times) <= previous.last_ms:
             raise Rejection(4004, f"fragment at {timecode} starts at {min(times)}, not after {previous.last_ms}")
-        return max(times)
+        return max(times), frames
 
     async def _ack(self, event: str, timecode: int | None, error_id: int | None = None) -> None:
         ack: dict[str, object] = {"EventType": event}
@@ -378,6 +426,7 @@ class _Session:
         if error_id is not None:
             ack["ErrorId"] = error_id
         self.connection.acks.append(event)
+        self.connection.acked_at = time.monotonic()
         async with self._write_lock:
             await self.response.write(json.dumps(ack, separators=(",", ":")).encode() + b"\n")
 
@@ -394,6 +443,17 @@ class _Session:
                     await self._ack("IDLE", None)
                 except ConnectionResetError:
                     return "cut by the client"
+
+
+async def _until_client_leaves(request: web.Request, limit_s: float) -> str:
+    """Neither read nor answer; how it ended: the client left, or the service gave up after ``limit_s``."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            return "client left"
+        await asyncio.sleep(0.02)
+    return f"closed by the service after {limit_s:g} s"
 
 
 def _known(head: Head) -> int:

@@ -22,7 +22,7 @@ def aws_session(credentials: Credentials = CREDENTIALS) -> botocore.session.Sess
     return session
 
 
-def fake_sink(endpoint_url: str | None, credentials: Credentials = CREDENTIALS, **settings: object) -> KvsSink:
+def fake_sink(endpoint_url: str | None, credentials: Credentials = CREDENTIALS, backoff: Backoff = FAST_BACKOFF, **settings: object) -> KvsSink:
     """A sink for the fake service's stream, with timeouts sized for tests.
 
     ``endpoint_url`` None: the data endpoint is found with GetDataEndpoint.
@@ -31,7 +31,7 @@ def fake_sink(endpoint_url: str | None, credentials: Credentials = CREDENTIALS, 
     return KvsSink(
         KvsSettings(region=REGION, endpoint_url=endpoint_url, **options),  # type: ignore[arg-type]
         aws_session=aws_session(credentials),
-        backoff=FAST_BACKOFF,
+        backoff=backoff,
     )
 
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 from botocore.credentials import Credentials
-from fake_kvs import CREDENTIALS, FakeKvs
-from kvs_harness import fake_sink
+from fake_kvs import CREDENTIALS, FakeKvs, Faults
+from kvs_harness import fake_sink, publish
 
 from avatarstream.errors import PublishError
 from avatarstream.publish.kvs import KvsSink
@@ -91,3 +91,17 @@ def test_unknown_stream_is_refused_by_get_data_endpoint(media: Media, monkeypatc
     assert kvs.connections == []  # no PutMedia without an endpoint
     assert report.packets_delivered == 0
     assert report.packets_dropped == accepted
+
+
+@pytest.mark.parametrize("error_type", ["ClientLimitExceededException", "ConnectionLimitExceededException", "InvalidEndpointException"])
+def test_throttling_and_a_wrong_endpoint_are_retried_at_a_fresh_endpoint(media: Media, monkeypatch: pytest.MonkeyPatch, error_type: str) -> None:
+    """PutMedia's HTTP 400 refusals that a later request can pass: throttled, or sent to an endpoint that is not the stream's."""
+    info, packets = media
+    with FakeKvs(Faults(refuse={0: (400, error_type), 1: (400, error_type)})) as kvs:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_KINESIS_VIDEO", kvs.endpoint_url)  # the control plane, via the AWS chain
+        report = publish(fake_sink(None), info, packets)
+    assert report.complete, report
+    assert report.retries == 2
+    assert [c.status for c in kvs.connections] == [400, 400, 200]
+    assert kvs.endpoint_lookups == 3  # each retry asks GetDataEndpoint where to go
+    assert len(kvs.stored) == 5

@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 
 _MAX_ERROR_BODY = 4096
 _MAX_ACK_LINE = 65536
-_THROTTLED = ("ClientLimitExceededException", "ConnectionLimitExceededException")
+# Throttling, and a data endpoint that is not (or no longer) the stream's: the uploader asks GetDataEndpoint again.
+_RETRIABLE_TYPES = {"ClientLimitExceededException", "ConnectionLimitExceededException", "InvalidEndpointException"}
 
 
 class Rejected(Exception):
@@ -34,8 +35,8 @@ class Rejected(Exception):
 
     @property
     def retriable(self) -> bool:
-        """Throttling and server errors pass; a bad request, signature or stream name does not."""
-        return self.status >= 500 or self.status == 429 or self.error_type.startswith(_THROTTLED)
+        """Throttling, a stale endpoint and server errors pass; a bad request, signature or stream name does not."""
+        return self.status >= 500 or self.status == 429 or self.error_type in _RETRIABLE_TYPES
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ class PutMediaConnection:
             async with http.post(self.url, data=self._chunks(), headers=headers, timeout=timeout) as response:
                 if response.status != 200:
                     body = await response.content.read(_MAX_ERROR_BODY)
-                    error_type = response.headers.get("x-amz-ErrorType", "").rstrip(":")
+                    error_type = response.headers.get("x-amz-ErrorType", "").split(":", 1)[0]  # "Type:" as the reference has it
                     raise Rejected(response.status, error_type, body.decode("utf-8", "replace").strip())
                 pending = b""
                 # readany, not readline: aiohttp fails every later read once the body write fails,

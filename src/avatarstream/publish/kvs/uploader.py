@@ -3,8 +3,11 @@
 Each connection starts with the MKV header and then sends, in order, every
 fragment not yet acknowledged. It ends when the service sends an ERROR (the
 service then closes the connection, as the producer SDK assumes), when the
-connection breaks, when it has been open for ``max_connection_s`` (rotated
-before the service cuts it), or when the sink closes. The acknowledgements
+connection breaks, when fragments have waited ``ack_timeout_s`` with not a
+word from the service (a stalled or never-answered request: nothing else
+bounds it, since the HTTP client's read timeout only starts once the body is
+complete), when it has been open for ``max_connection_s`` (rotated before the
+service cuts it), or when the sink closes. The acknowledgements
 still due are read before the next connection starts, so that it resends
 exactly the fragments the service has not acknowledged: none lost, none that
 it acknowledged sent twice. Failures back off exponentially; a rejection that
@@ -109,19 +112,29 @@ class Uploader:
         conn.send(self._header)
         rotate_at = self._now() + settings.max_connection_s
         finish_by: float | None = None  # once the body is ended: the last moment to wait for acknowledgements
+        heard_at = self._now()  # the service's last word, or when fragments started to wait for one
         failure: str | None = None
         try:
             while True:
+                if not self._buffer.in_flight:
+                    heard_at = self._now()  # nothing awaits an acknowledgement: silence is no sign of a stall
                 if finish_by is None:
                     while (fragment := self._buffer.take_unsent()) is not None:
                         conn.send(fragment.data)
                     if self._now() >= rotate_at or self._close_by is not None:
                         conn.finish()
                         finish_by = self._now() + settings.ack_timeout_s
-                event = await self._next_event(_earliest(rotate_at if finish_by is None else finish_by, self._close_by))
+                ack_by = heard_at + settings.ack_timeout_s if self._buffer.in_flight else None
+                event = await self._next_event(_earliest(rotate_at if finish_by is None else finish_by, self._close_by, ack_by))
+                if isinstance(event, Ack):
+                    heard_at = self._now()
                 if event is None:
                     if self._out_of_time():
                         return True
+                    if ack_by is not None and self._now() >= ack_by:
+                        unacknowledged = self._buffer.in_flight
+                        self._tally.failure(f"no word from {url} for {settings.ack_timeout_s:g} s with {unacknowledged} fragments unacknowledged: stalled")
+                        return False
                     if finish_by is not None and self._now() >= finish_by:
                         if not self._buffer.in_flight:
                             return failure is None  # all acknowledged; the service just did not close
@@ -211,5 +224,5 @@ class Uploader:
         return asyncio.get_running_loop().time()
 
 
-def _earliest(first: float, second: float | None) -> float:
-    return first if second is None else min(first, second)
+def _earliest(first: float, *others: float | None) -> float:
+    return min([first, *(t for t in others if t is not None)])
