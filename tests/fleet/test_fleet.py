@@ -1,13 +1,15 @@
 """The fleet on a real local Ray cluster (one head, three one-CPU nodes, loopback only), demo-tiny on every replica.
 
 The tests run in order on one cluster, as one operator's day would: sessions spread over the nodes and are refused when
-every slot is busy; a node is lost and only its session moves, continuing its timeline and its speech; the fleet is
-scaled down while busy and the replica going away finishes its session first.
+every slot is busy; a node is lost and only its session moves, continuing its timeline and its speech; a node is lost
+while its session has more speech queued than the replica's bound, and the session resumes and speaks it all; the fleet
+is scaled down while busy and the replica going away finishes its session first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import time
 import wave
@@ -18,8 +20,9 @@ import pytest
 
 pytest.importorskip("ray.serve", reason="the fleet extra is not installed: pip install 'avatarstream[fleet]'")
 
-from avatarstream.benchmarks.fleet_clients import RATE, close, create, delete, health, listen, speech, status, wait_for
+from avatarstream.benchmarks.fleet_clients import RATE, Listener, close, create, delete, health, listen, speech, status, wait_for
 from avatarstream.fleet.local_cluster import LocalFleet, local_fleet
+from avatarstream.serve.api_audio_ws import MAX_MESSAGE_BYTES
 
 TOKEN = "fleet-test-token-0123"
 pytestmark = pytest.mark.timeout(300)
@@ -153,6 +156,90 @@ def test_a_lost_node_moves_only_its_session_which_continues(fleet: LocalFleet) -
             await delete(http, fleet.url, b["id"])
 
     asyncio.run(scenario())
+
+
+def test_a_lost_node_with_much_speech_queued_resumes_and_speaks_it_all(fleet: LocalFleet) -> None:
+    """More speech queued than the replica's bound takes: what the lost replica had not spoken is more than one message to
+    the new one may carry (issue 39: the session sat in ``resuming`` and its new replica went to the next session)."""
+    bound_s = fleet.settings.serve.max_queued_audio_s
+    one_message_s = MAX_MESSAGE_BYTES / 4 / RATE  # the most f32 speech one message to a replica may carry
+
+    async def scenario() -> None:
+        async with client() as http:
+            await wait_for(lambda: slots(http, fleet.url, lambda h: h["max_sessions"] >= 2), 60, "two replicas running")
+            code, a, _ = await create(http, fleet.url)
+            assert code == 201, a
+            la = await listen(http, fleet.url, a["id"])
+            queued = speech(bound_s + 15.0)
+            sending = asyncio.create_task(send_fast(la, queued))
+            full = await wait_for(lambda: replica_queue_over(http, fleet.url, a["id"], one_message_s), 60, "the replica's queue fills")
+            assert full["speech_received_s"] * RATE == queued.size, "the ingress took it all: it holds what the replica has no room for"
+            removed = time.monotonic()
+            fleet.remove(a["placement"]["node"])
+            await wait_for(lambda: asyncio.sleep(0, la.close_code is not None), 15, "A's socket closes")
+            told = time.monotonic()
+            assert la.close_code == 1012, la.close_code
+            sending.cancel()
+            timeout_s = fleet.settings.resume_timeout_s  # resumed, or failed with a reason, within --resume-timeout
+            moved = await wait_for(lambda: resumed_or_failed(http, fleet.url, a["id"]), timeout_s + 5, "A resumes or fails")
+            print(
+                f"resumed with {full['stats']['queued_audio_s']:.0f} s queued after {time.monotonic() - removed:.2f} s ({time.monotonic() - told:.2f} s after the 1012)"
+            )
+            assert moved["state"] == "running" and moved["resumes"] == 1 and moved["placement"]["node"] != a["placement"]["node"], moved
+            code, other, _ = await create(http, fleet.url)
+            assert code == 503 or other["placement"]["replica"] != moved["placement"]["replica"], ("A's new replica is A's alone", other)
+            if code == 201:
+                await delete(http, fleet.url, other["id"])
+            la2 = await listen(http, fleet.url, a["id"])
+            await wait_for(lambda: asyncio.sleep(0, len(la2.frames) > 3), 20, "A streams on")
+            assert la2.frames[0][1] >= moved["resumed_from_frame"]
+            # every sample taken is spoken or in the new replica's queue, once: the speech sent again, then the rest from the ingress
+            done = await wait_for(lambda: all_at_replica(http, fleet.url, a["id"], queued.size), 2 * bound_s, "all of A's speech at its new replica")
+            assert done["speech_done_s"] > full["speech_done_s"] + 10.0, ("what was sent again is being spoken", full, done)
+            # and the next session gets a replica of its own that works, once there is room for one
+            fleet.add_node()
+            code, b, _ = await wait_for(lambda: created(http, fleet.url), 90, "a session on the new node")
+            assert b["placement"]["replica"] != moved["placement"]["replica"], b
+            lb = await listen(http, fleet.url, b["id"])
+            await asyncio.gather(lb.send(speech(1.0)), wait_for(lambda: asyncio.sleep(0, lb.last_frame > 25), 30, "B streams"))
+            for lst in (la2, lb):
+                await close(lst)
+            assert (await delete(http, fleet.url, a["id"]))["resumes"] == 1
+            await delete(http, fleet.url, b["id"])
+
+    asyncio.run(scenario())
+
+
+async def send_fast(listener: Listener, samples: np.ndarray) -> None:
+    """As fast as the fleet reads, in 1 s pieces (it stops reading while it holds what the replica has no room for)."""
+    assert listener.socket is not None
+    with contextlib.suppress(aiohttp.ClientError, ConnectionError):
+        for i in range(0, samples.size, RATE):
+            await listener.socket.send_bytes(samples[i : i + RATE].astype("<f4").tobytes())
+
+
+async def replica_queue_over(http: aiohttp.ClientSession, url: str, sid: str, seconds: float) -> dict | None:
+    info = await status(http, url, sid)
+    return info if info["stats"]["queued_audio_s"] > seconds else None
+
+
+async def resumed_or_failed(http: aiohttp.ClientSession, url: str, sid: str) -> dict | None:
+    info = await status(http, url, sid)
+    return info if info["state"] == "failed" or (info["state"] == "running" and info["resumes"]) else None
+
+
+async def all_at_replica(http: aiohttp.ClientSession, url: str, sid: str, samples: int) -> dict | None:
+    """The session's JSON once its replica has every sample: spoken, or queued there (to a chunk: speech_done_s is reported
+    after each chunk, the queue read now)."""
+    info = await status(http, url, sid)
+    at_replica = (info["speech_done_s"] + info["stats"]["queued_audio_s"]) * RATE
+    assert at_replica <= samples + RATE, ("nothing is spoken twice", info)
+    return info if at_replica >= samples - RATE else None
+
+
+async def created(http: aiohttp.ClientSession, url: str) -> tuple[int, dict, dict] | None:
+    answer = await create(http, url)
+    return answer if answer[0] == 201 else None
 
 
 def test_a_redeploy_drains_busy_replicas(fleet: LocalFleet) -> None:

@@ -1,8 +1,8 @@
 """A Ray cluster of several nodes on this one machine (loopback only), with the fleet on it.
 
 For trying the fleet's failure handling without a cluster: the tests and
-``avatarstream bench --scenario fleet`` run on it, and ``LocalFleet.remove``
-takes a node away as a crash would.
+``avatarstream bench --scenario fleet`` run on it, ``LocalFleet.remove``
+takes a node away as a crash would, and ``LocalFleet.add_node`` brings one.
 """
 
 from __future__ import annotations
@@ -49,6 +49,10 @@ class LocalFleet:
         node = self.node(node_id)
         self.nodes.remove(node)
         self.cluster.remove_node(node, allow_graceful=False)
+
+    def add_node(self) -> None:
+        """A node of one CPU joins, as a replacement would: Serve starts the replicas it could not place on it."""
+        self.nodes.append(self.cluster.add_node(num_cpus=1))
 
     def redeploy(self, **changes: Any) -> threading.Thread:
         """Deploy changed settings, as an operator would with a new config; returns at once (Serve's wait runs on a thread)."""

@@ -20,9 +20,9 @@ import numpy as np
 import ray.exceptions
 from starlette.responses import StreamingResponse
 
-from avatarstream.errors import AvatarStreamError, InputError
 from avatarstream.fleet.metrics import FleetMetrics
 from avatarstream.fleet.replica_link import ReplicaLink, auth_headers, call, forward
+from avatarstream.fleet.resend import resend
 from avatarstream.fleet.settings import FleetSettings
 from avatarstream.fleet.slot import OpenRequest, SlotReport
 from avatarstream.fleet.speech import SpeechLog
@@ -70,6 +70,9 @@ class FleetSession:
         self.speech = SpeechLog()
         self.feed: asyncio.Queue[Item] = asyncio.Queue(maxsize=64)
         self.attached = asyncio.Event()  # a replica is reachable (cleared while resuming)
+        self.resent = asyncio.Event()  # cleared from a loss until the new replica has the lost one's unspoken speech: new speech waits
+        self.resent.set()
+        self.resending: asyncio.Task[None] | None = None
         self.ending = False  # POST /end: no more speech is taken; the replica speaks what it has, then closes
         self.listeners: set[asyncio.Queue[dict[str, Any] | Close]] = set()
         self.sockets = 0
@@ -307,6 +310,7 @@ class Fleet:
         session.ending = True
         await session.feed.join()  # every piece taken so far reaches the replica before it is told to end
         await session.attached.wait()
+        await session.resent.wait()
         ending: dict[str, Any] = await session.link.request("POST", "/end")
         return ending | {"id": session.id}
 
@@ -334,6 +338,9 @@ class Fleet:
         except TimeoutError:
             reports.cancel()
             raise self._busy() from None
+        except asyncio.CancelledError:  # a resume that ran out of time: the slot must not keep a session nobody follows
+            reports.cancel()
+            raise
         except ray.exceptions.RayTaskError as err:
             raise _cause(err) from None
         return report, reports
@@ -429,38 +436,34 @@ class Fleet:
 
     async def _forward(self, session: FleetSession, samples: np.ndarray) -> None:
         await session.attached.wait()
+        await session.resent.wait()  # after a resume, what the lost replica had not spoken goes first
         session.speech.add(samples)
         with contextlib.suppress(aiohttp.ClientError, OSError, ConnectionError):  # the replica is gone: the resume sends it again
             await session.link.send(samples)
 
     async def _resume(self, session: FleetSession, err: BaseException) -> Any:
-        """Carry the session on on a free slot from its last saved state; its clients' sockets close with 1012 and reconnect."""
+        """Carry the session on on a free slot from its last saved state (its clients' sockets close with 1012 and reconnect),
+        or fail it, within the resume timeout. The speech to send again follows while it runs (``_resend``)."""
         lost_at = time.monotonic()
         session.state = "resuming"
         session.attached.clear()
+        session.resent.clear()
+        if session.resending is not None:  # lost again while sending again: the next replica is sent it from its state
+            session.resending.cancel()
         self.metrics.lost.inc()
         event("replica lost", logging.WARNING, session=session.log_id, replica=session.replica, node=session.node, error=type(err).__name__)
         await session.link.aclose()
         session.broadcast(Close(LOST_CLOSE, "the session's replica was lost; it resumes on another: reconnect to this session"))
-        request = dataclasses.replace(session.request, resume=session.saved)
-        while True:
-            try:
-                report, reports = await self._place(request)
-                break
-            except Busy:
-                if time.monotonic() - lost_at > self.settings.resume_timeout_s:
-                    self._fail(session, f"its replica was lost and no slot was free within {self.settings.resume_timeout_s:.0f} s")
-                    return None
-                await asyncio.sleep(0.5)
-            except (InputError, AvatarStreamError, ray.exceptions.RayError) as failure:
-                self._fail(session, f"its replica was lost and it could not resume: {failure}")
-                return None
-        session.attach(report, await self._link(report, session.request.mode))
-        again = session.speech.since(session.saved.speech_done if session.saved is not None else 0)
-        if again.size:
-            await session.link.send(again)
-        if session.ending:  # it was ending on the lost replica: the new one ends after the speech sent again
-            await session.link.request("POST", "/end")
+        timeout = self.settings.resume_timeout_s
+        try:
+            async with asyncio.timeout(timeout):
+                reports = await self._reattach(session)
+        except Exception as failure:  # noqa: BLE001 - however a resume goes wrong, the session fails with the reason, never half-resumed
+            why = f"no replica took it within {timeout:.0f} s" if type(failure) is TimeoutError else str(failure) or type(failure).__name__
+            self._fail(session, f"its replica was lost and it could not resume: {why}")
+            return None
+        position = session.saved.speech_done if session.saved is not None else 0
+        session.resending = asyncio.create_task(self._resend(session, position))
         session.resumes += 1
         session.resumed_from = session.saved.state.published_frames if session.saved is not None else 0
         session.state = "running"
@@ -468,12 +471,41 @@ class Fleet:
         seconds = time.monotonic() - lost_at
         self.metrics.resumed.inc()
         self.metrics.resume_seconds.observe(seconds)
-        event("session resumed", session=session.log_id, replica=report.replica, node=report.node, seconds=round(seconds, 3), resent_s=again.size / RATE)
+        resend_s = (session.speech.end - max(position, session.speech.start)) / RATE
+        event("session resumed", session=session.log_id, replica=session.replica, node=session.node, seconds=round(seconds, 3), resend_s=resend_s)
         return reports
+
+    async def _reattach(self, session: FleetSession) -> Any:
+        """Open the session from its saved state on a free slot (waiting while none is) and link it there: its reports."""
+        request = dataclasses.replace(session.request, resume=session.saved)
+        while True:
+            try:
+                report, reports = await self._place(request)
+                break
+            except Busy:
+                await asyncio.sleep(0.5)
+        try:
+            session.attach(report, await self._link(report, session.request.mode))
+        except BaseException:  # its slot is let go, not left holding a session nobody follows
+            reports.cancel()
+            raise
+        return reports
+
+    async def _resend(self, session: FleetSession, position: int) -> None:
+        """What the lost replica had not spoken, to the new one in pieces its queue takes (then its end, if it was ending);
+        the clients' new speech waits until then, so the order holds."""
+        try:
+            sent = await resend(session.speech, position, session.link)
+            if session.ending:  # it was ending on the lost replica: the new one ends after the speech sent again
+                await session.link.request("POST", "/end")
+        except (aiohttp.ClientError, OSError, ServeError):  # this replica is lost too: the next resume sends it again
+            return
+        session.resent.set()
+        event("speech sent again", session=session.log_id, seconds=round(sent / RATE, 3))
 
     async def _ended(self, session: FleetSession) -> None:
         """Forget a session that ended: keep its last JSON, tell and close its clients' sockets."""
-        for task in session.tasks[1:]:
+        for task in [*session.tasks[1:], *([session.resending] if session.resending is not None else [])]:
             task.cancel()
         await session.link.aclose()
         if session.state == "running":

@@ -24,7 +24,7 @@ class FleetSettings:
     replica_resources: dict[str, float] = field(default_factory=dict)
     drain_timeout_s: float = 3600.0  # how long a replica that is going away waits for its session to end
     admission_wait_s: float = 3.0  # how long a new session waits for a slot before it is refused
-    resume_timeout_s: float = 60.0  # how long a session whose replica died waits for a free slot
+    resume_timeout_s: float = 60.0  # how long a session whose replica died may take to resume on a free slot (then it fails)
     app_name: str = "avatarstream"
 
     def __post_init__(self) -> None:

@@ -4,13 +4,14 @@ The ingress decodes every client's audio itself (any PCM format or encoded
 clip -> mono float32 at the session rate) before it goes to the replica, so a
 position counted in those samples means the same on both sides. The replica
 reports how much speech it is done with (spoken, or dropped by an interrupt)
-with each saved state; the log keeps only what comes after, which the
-replica's queue bound (``max_queued_audio_s``) keeps small.
+with each saved state; the log keeps only what comes after: the replica's
+queue (at most ``max_queued_audio_s``) and what is on its way there.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -51,7 +52,27 @@ class SpeechLog:
         """An interrupt: everything forwarded so far is done with (dropped by the replica, or spoken)."""
         self.done_until(self.end)
 
-    def since(self, position: int) -> np.ndarray:
-        """What to send again from ``position`` on (from the log's start, if that is later)."""
-        self.done_until(position)
-        return np.concatenate(list(self._pieces)) if self._pieces else np.zeros(0, np.float32)
+    def pieces(self, position: int, n: int) -> Iterator[np.ndarray]:
+        """What to send again from ``position`` on (from the log's start, if that is later), at most ``n`` samples a piece.
+        Read as it goes: what the log forgets meanwhile (an interrupt) is not sent."""
+        while True:
+            position = max(position, self.start)
+            piece = self._read(position, n)
+            if piece is None:
+                return
+            position += piece.size
+            yield piece
+
+    def _read(self, position: int, n: int) -> np.ndarray | None:
+        """Up to ``n`` samples from ``position`` on (None: the log holds nothing there)."""
+        skip, taken, out = position - self.start, 0, []
+        for piece in self._pieces:
+            if skip >= piece.size:
+                skip -= piece.size
+                continue
+            out.append(piece[skip : skip + n - taken])
+            taken += out[-1].size
+            skip = 0
+            if taken == n:
+                break
+        return np.concatenate(out) if out else None
