@@ -13,7 +13,8 @@ read-ahead) runs on its own stream (``on_stream``), hand-overs between threads
 are events (``compute_event`` where the work is queued, ``wait`` where it is
 used), tensors that cross streams are marked for the stream that uses them
 (``share``) so the caching allocator does not reuse them early, and the host
-reads a device value only through ``to_host`` (frames to encode). Both kinds of
+reads a device value only through ``to_host`` (frames to encode, the allowed host
+read ``frames`` of ``runtime.host_reads``). Both kinds of
 sync are counted: ``device_syncs`` (device-wide, never in the loop) and
 ``host_syncs`` (the host waits for one stream to hand it a value).
 """
@@ -32,6 +33,7 @@ import torch
 from avatarstream.runtime.allocator import release_free_memory
 from avatarstream.runtime.cpu_convolution import onednn_convolutions
 from avatarstream.runtime.cpu_threads import fit_threads, restore_threads
+from avatarstream.runtime.host_reads import host_read
 
 Stream = Any  # torch.cuda.Stream on a GPU, None on CPU
 Event = Any  # torch.cuda.Event on a GPU, None on CPU
@@ -86,11 +88,12 @@ class DeviceOps:
 
     def to_host(self, value: torch.Tensor | np.ndarray) -> np.ndarray:
         """``value`` as a host array; a tensor costs one host sync (its stream's work up to it), counted."""
-        if isinstance(value, np.ndarray):
-            return value
-        self._count_sync(device_wide=False)
-        array: np.ndarray = value.detach().cpu().numpy()
-        return array
+        with host_read("frames"):  # every stretch passes here, a host array too: the sync checks count stretches by it
+            if isinstance(value, np.ndarray):
+                return value
+            self._count_sync(device_wide=False)
+            array: np.ndarray = value.detach().cpu().numpy()
+            return array
 
     def on_stream(self, stream: Stream) -> contextlib.AbstractContextManager[Any]:
         """Work queued inside runs on ``stream`` (a worker thread's own); CPU: runs as is."""

@@ -16,7 +16,7 @@ import math
 import torch
 from transformers import Wav2Vec2Model
 
-from avatarstream.models.infinitetalk.audio_features import SAMPLE_RATE, audio_windows, loudness_normalize, wav2vec2_features
+from avatarstream.models.infinitetalk.audio_features import SAMPLE_RATE, extend_for_last_chunk, loudness_normalize, wav2vec2_features, window_indices
 from avatarstream.models.infinitetalk.config import AUDIO_WINDOW
 from avatarstream.pipeline.audio_window import AudioWindow
 from avatarstream.pipeline.chunks import Chunk, FrameLayout
@@ -65,7 +65,9 @@ class WanAudioContextStage(Stage):
         start, stop = self.feature_span(chunk.window_start, chunk.window_end, audio.total_frames)
         samples = loudness_normalize(audio.read(start, stop), SAMPLE_RATE)
         features = wav2vec2_features(self.audio_encoder.network_as(Wav2Vec2Model), upload(torch.from_numpy(samples), device, dtype))
-        return audio_windows(features, first - start, end - first)
+        features = extend_for_last_chunk(features, first - start, end - first)
+        rows = upload(window_indices(first - start, end - first, features.shape[0]), device)  # a host index would be copied up blocking
+        return features[rows][None]  # audio_windows, with its index on the device
 
     def run(self, ctx: StageContext) -> None:
         chunk = ctx["chunk"]

@@ -24,6 +24,7 @@ from avatarstream.pipeline.audio_window import AudioWindow
 from avatarstream.pipeline.chunks import Chunk, FrameLayout
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
+from avatarstream.runtime.devices import upload
 from avatarstream.runtime.module import Module
 from avatarstream.stages.common import device_and_dtype
 from avatarstream.stages.seeding import seeded_noise
@@ -95,8 +96,10 @@ class LiveAvatarAudioStage(Stage):
             n30 = n50 * FEATURE_RATE // CNN_RATE
             positions = rows.double() * (n50 - 1) / max(n30 - 1, 1)
             valid = (rows >= 0) & (rows < n30)
-        out = interpolate_rows(states, positions - offset_50hz)
-        out[:, ~valid] = 0  # frames before the audio (dropped by the decoder) and after its end hear nothing
+        # rows and mask go to the device: a host index or mask of a device tensor is copied up blocking (and a host
+        # tensor in its arithmetic is an error on a GPU); a mask there with one value is a masked_fill, no sync
+        out = interpolate_rows(states, upload(positions - offset_50hz, device))
+        out[:, ~upload(valid, device)] = 0  # frames before the audio (dropped by the decoder) and after its end hear nothing
         return out.transpose(1, 2)[None]
 
     def run(self, ctx: StageContext) -> None:
