@@ -3,11 +3,13 @@
 # Parts, most informative first; each has a time budget, runs under `timeout`, and a part that fails or runs out of
 # time does not stop the rest. A part starts only if TOTAL_S leaves it at least MIN_PART_S.
 #   1 streams                (60 s)  inline vs overlapped frames bit for bit (a stream race shows), device-wide and host
-#                                    syncs per chunk, every op that made the host wait (sync debug mode), demo model
+#                                    syncs per chunk, every op that made the host wait (sync debug mode), demo model;
+#                                    the steady state under --sync-debug error: a stray sync stops the run, named
 #   2 infinitetalk-eager    (200 s)  InfiniteTalk/FlashTalk at real size, random bf16 weights: fps, time to first frame,
-#                                    memory per residency (resident, DiT streamed:2, offloaded) at 832x480, guided chunk
+#                                    memory per residency (resident, DiT streamed:2, offloaded) at 832x480, guided chunk;
+#                                    --sync-debug warn: what made the host wait in the steady state, by line
 #   3 liveavatar            (120 s)  LiveAvatar at real size (bench/liveavatar_gpu.sh): 14B random bf16 at 704x384,
-#                                    fps, time to first frame, KV-cache memory
+#                                    fps, time to first frame, KV-cache memory; --sync-debug warn as part 2
 #   4 infinitetalk-compiled (130 s)  the same with --compile (resident, 832x480): compile time apart, steady fps
 #   5 runtime               (100 s)  bench/gpu_check.py (pinned vs pageable H2D, streamed vs resident, stage switch time
 #                                    per policy) and `bench --scenario overlap` on the demo model
@@ -79,18 +81,21 @@ skip() {  # skip NAME WHY
 
 if [ "$DRY" = 1 ]; then
   TINY=(--tiny --device cpu --threads 1 --residencies resident --sizes 64x48 --no-guided)
-  part streams $DRY_BUDGET "$PYTHON" -m avatarstream.benchmarks.gpu_streams --out "$OUT/streams" --device cpu --model demo-tiny --seconds 1.5
-  part infinitetalk-eager $DRY_BUDGET "$PYTHON" -m avatarstream.families.infinitetalk.gpu_bench --out "$OUT/infinitetalk-eager" "${TINY[@]}"
+  part streams $DRY_BUDGET "$PYTHON" -m avatarstream.benchmarks.gpu_streams --out "$OUT/streams" --device cpu --model demo-tiny --seconds 1.5 \
+    --sync-debug error
+  part infinitetalk-eager $DRY_BUDGET "$PYTHON" -m avatarstream.families.infinitetalk.gpu_bench --out "$OUT/infinitetalk-eager" "${TINY[@]}" \
+    --sync-debug warn
 else
-  part streams 60 "$PYTHON" -m avatarstream.benchmarks.gpu_streams --out "$OUT/streams"
+  part streams 60 "$PYTHON" -m avatarstream.benchmarks.gpu_streams --out "$OUT/streams" --sync-debug error
   part infinitetalk-eager 200 "$PYTHON" -m avatarstream.families.infinitetalk.gpu_bench --out "$OUT/infinitetalk-eager" --budget-s 130 \
-    --residencies resident,dit_streamed_2,offloaded --sizes 832x480
+    --residencies resident,dit_streamed_2,offloaded --sizes 832x480 --sync-debug warn
 fi
 
 if [ "$DRY" = 1 ]; then
-  part liveavatar $DRY_BUDGET "$PYTHON" -m avatarstream.families.liveavatar.gpu_bench --out "$OUT/liveavatar" --tiny --device cpu --threads 1
+  part liveavatar $DRY_BUDGET "$PYTHON" -m avatarstream.families.liveavatar.gpu_bench --out "$OUT/liveavatar" --tiny --device cpu --threads 1 \
+    --sync-debug warn
 else
-  part liveavatar 120 bench/liveavatar_gpu.sh --out "$OUT/liveavatar" --budget-s 60
+  part liveavatar 120 bench/liveavatar_gpu.sh --out "$OUT/liveavatar" --budget-s 60 --sync-debug warn
 fi
 
 if [ "$DRY" = 1 ]; then

@@ -7,7 +7,10 @@ frames are compared bit for bit. Each run reports its device-wide syncs and
 host syncs per chunk (``DeviceOps``), and, on CUDA, runs under
 ``torch.cuda.set_sync_debug_mode("warn")``: every operation that makes the
 host wait for a stream (a blocking copy, ``.item()``) warns, and the warnings
-are counted by the line that caused them.
+are counted by the line that caused them. From the first stretch on (the steady
+state) ``--sync-debug error`` (the default) makes CUDA refuse any such
+operation but the allowed frame reads (``runtime.sync_debug``): a stray sync
+stops that run, and its record names the line.
 
     python -m avatarstream.benchmarks.gpu_streams --out DIR                              # a CUDA GPU, the default model
     python -m avatarstream.benchmarks.gpu_streams --out DIR --device cpu --model MODEL   # a dry run (gpu_all.sh --dry-run: the smallest)
@@ -34,6 +37,7 @@ from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.registry import DEFAULT_MODEL, load_family
 from avatarstream.runtime.devices import resolve_device
+from avatarstream.runtime.sync_debug import MODES, refused_at, steady_sync_debug
 
 RESULT_FILE = "streams.json"
 #: Each run: whether the final stages and the read-ahead get their own threads and streams.
@@ -60,11 +64,11 @@ def host_waits(device: torch.device) -> Iterator[Counter[str]]:
             found[f"{Path(warning.filename).name}:{warning.lineno}"] += 1
 
 
-def run(family: Family, device: torch.device, seconds: float, variant: str) -> dict[str, Any]:
+def run(family: Family, device: torch.device, seconds: float, variant: str, sync_debug: str) -> dict[str, Any]:
     pipeline = build_pipeline(family, device, {}, overlap=VARIANTS[variant], read_ahead=VARIANTS[variant])
     pipeline.prepare()
     rate = pipeline.model_sample_rate
-    with host_waits(device) as waits:
+    with host_waits(device) as waits, steady_sync_debug(device, sync_debug):
         report = measure(pipeline, family.reference(None), looped(bundled_speech(rate), rate, seconds), keep_frames=True)
     runtime = pipeline.runtime.summary()
     chunks = max(report["num_chunks"], 1)
@@ -90,15 +94,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ("--seconds", float, 8.0, "audio per run"),
     ):
         parser.add_argument(flag, type=kind, default=default, required=default is None, help=what)
+    parser.add_argument(
+        "--sync-debug", choices=MODES, default="error", help="CUDA's sync debug mode in the steady state (default: %(default)s; a no-op on a CPU)"
+    )
     args = parser.parse_args(argv)
     device = resolve_device(args.device)
     family = load_family(args.model, device=device)
-    result: dict[str, Any] = {"model": args.model, "device": str(device), "seconds": args.seconds, "runs": {}}
+    result: dict[str, Any] = {"model": args.model, "device": str(device), "seconds": args.seconds, "sync_debug": args.sync_debug, "runs": {}}
     for variant in VARIANTS:
         try:
-            result["runs"][variant] = run(family, device, args.seconds, variant)
+            result["runs"][variant] = run(family, device, args.seconds, variant, args.sync_debug)
         except Exception as exc:  # noqa: BLE001 - reported in the result, the next variant still runs
-            result["runs"][variant] = {"error": "".join(traceback.format_exception_only(exc)).strip()}
+            result["runs"][variant] = {"error": "".join(traceback.format_exception_only(exc)).strip(), "at": refused_at(exc)}
     frames = [r.pop("frames_array") for r in result["runs"].values() if "frames_array" in r]
     if len(frames) == 2:
         a, b = frames

@@ -15,7 +15,8 @@ extrapolated (all 40 would take minutes on one GPU). A configuration that runs
 out of device memory, or whose pinned weights would not fit in host memory, is
 reported as skipped; so is everything left once the time budget is spent. The
 JSON is rewritten after every scenario, so a run cut short keeps what it
-measured.
+measured. ``--sync-debug warn`` counts, by line, what made the host wait in each
+render's steady state (``steady_host_waits``); ``error`` stops at the first.
 
     python -m avatarstream.families.infinitetalk.gpu_bench --out bench/results/DIR            # a CUDA GPU, ~6 min
     python -m avatarstream.families.infinitetalk.gpu_bench --out /tmp/x --tiny --device cpu   # tiny networks, seconds
@@ -68,6 +69,7 @@ from avatarstream.models.infinitetalk.image_encoder import ImageEncoder, clip_vi
 from avatarstream.runtime.devices import synchronize
 from avatarstream.runtime.packing import module_tensors
 from avatarstream.runtime.streamed import blocks_of
+from avatarstream.runtime.sync_debug import MODES, steady_sync_debug
 from avatarstream.weights.meta_load import empty_weights
 
 #: The real checkpoint's dtype, on the CPU dry run too: it is where dtype mistakes show before GPU time is spent.
@@ -204,10 +206,10 @@ def dit_keeps_fp32(key: str) -> bool:
 
 
 def run_scenario(
-    family: InfiniteTalkFamily, scenario: Scenario, device: torch.device, speech: np.ndarray, compile_backend: str | None = None
+    family: InfiniteTalkFamily, scenario: Scenario, device: torch.device, speech: np.ndarray, compile_backend: str | None = None, sync_debug: str = "off"
 ) -> dict[str, Any]:
-    """Build, prepare and render ``scenario`` (its DiT's blocks compiled with ``compile_backend``, if given); a configuration
-    that does not fit is a skip, not a crash."""
+    """Build, prepare and render ``scenario`` (its DiT's blocks compiled with ``compile_backend``, if given; its steady state
+    under CUDA's ``sync_debug`` mode); a configuration that does not fit is a skip, not a crash."""
     pipeline = None
     try:
         start = time.perf_counter()
@@ -221,10 +223,12 @@ def run_scenario(
         synchronize(device)
         prepare_s = time.perf_counter() - start
         reset_device_peak(device)
-        report = measure(pipeline, family.reference(None, scenario.options()), looped(speech, SAMPLE_RATE, scenario.seconds))
+        with steady_sync_debug(device, sync_debug) as waits:
+            report = measure(pipeline, family.reference(None, scenario.options()), looped(speech, SAMPLE_RATE, scenario.seconds))
         init = {stage.name for stage in pipeline.stages if stage.phase == "init"}
         generator = stage_named_for(pipeline.stages, "generate")
-        return summarize(scenario, report, init, generator, pipeline.runtime.summary(), build_s=build_s, prepare_s=prepare_s)
+        record = summarize(scenario, report, init, generator, pipeline.runtime.summary(), build_s=build_s, prepare_s=prepare_s)
+        return {**record, "steady_host_waits": dict(waits)} if sync_debug == "warn" else record
     except RuntimeError as exc:  # torch.OutOfMemoryError is one
         if not is_out_of_memory(exc):
             raise
@@ -373,6 +377,7 @@ def run_all(
     save: Callable[[dict[str, Any]], None],
     compile_backend: str | None = None,
     warmed: dict[str, Any] | None = None,
+    sync_debug: str = "off",
 ) -> dict[str, Any]:
     """Warm up (compiling, with ``compile_backend``; each warm-up's time into ``warmed``), then every scenario in order;
     skips what the budget leaves no time for."""
@@ -396,7 +401,7 @@ def run_all(
             progress(f"skipped: {scenario.name}: {problem}")
         else:
             progress(f"running: {scenario.name}")
-            results[scenario.name] = record = run_scenario(family, scenario, device, speech, compile_backend)
+            results[scenario.name] = record = run_scenario(family, scenario, device, speech, compile_backend, sync_debug)
             progress(f"  -> {headline(record)}")
         save(results)
     return results
@@ -421,6 +426,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--no-guided", action="store_true", help="leave out the guided infinitetalk preset's chunk")
     parser.add_argument("--compile", action="store_true", help="compile the DiT's blocks (--compile); the warm-ups compile, each scenario reports compile_s")
     parser.add_argument("--compile-backend", default="inductor", help="torch.compile backend (aot_eager: a quick CPU dry run of --compile)")
+    parser.add_argument("--sync-debug", choices=MODES, default="off", help="CUDA's sync debug mode in each render's steady state (a no-op on a CPU)")
     args = parser.parse_args(argv)
     progress, device = start_run(parser, args)
     plan = TINY_PLAN if args.tiny else REAL_PLAN
@@ -459,7 +465,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     save({})
     result["compiled"] = args.compile_backend if args.compile else None
     result["warm_ups"] = {}  # filled as they run: wall and compile seconds (compiling happens there)
-    result["scenarios"] = run_all(plan, family, device, args.budget_s, progress, save, args.compile_backend if args.compile else None, result["warm_ups"])
+    result["sync_debug"] = args.sync_debug
+    result["scenarios"] = run_all(
+        plan, family, device, args.budget_s, progress, save, args.compile_backend if args.compile else None, result["warm_ups"], args.sync_debug
+    )
     result["total_s"] = round(progress.elapsed, 1)
     write_json(path, result)
     progress(f"wrote {path}")

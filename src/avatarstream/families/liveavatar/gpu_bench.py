@@ -10,6 +10,8 @@ device memory and the KV-cache bytes the session holds. Under torchrun with
 per denoising step, plus a decode rank, plus sp=2 inside each step) every rank
 builds the networks on its GPU and rank 0 measures one scenario, all weights
 resident. The JSON is rewritten after every scenario; none starts after the budget.
+``--sync-debug warn`` counts, by line, what made the host wait in each render's
+steady state (``steady_host_waits``); ``error`` stops at the first.
 
     python -m avatarstream.families.liveavatar.gpu_bench --out bench/results/DIR            # a CUDA GPU, ~4 min
     torchrun --standalone --nproc-per-node 4 -m avatarstream.families.liveavatar.gpu_bench --out DIR --parallel steps=4
@@ -49,6 +51,7 @@ from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.devices import synchronize
 from avatarstream.runtime.launch import RankInfo, finish, init_rank
 from avatarstream.runtime.parallel.groups import ParallelGroups
+from avatarstream.runtime.sync_debug import MODES, steady_sync_debug
 from avatarstream.weights.meta_load import empty_weights
 
 DTYPE = torch.bfloat16
@@ -119,7 +122,9 @@ def follow_scenario(family: LiveAvatarFamily, plan: Plan, device: torch.device, 
         pipeline.runtime.close()
 
 
-def run_scenario(family: LiveAvatarFamily, plan: Plan, residency: str, device: torch.device, parallel: ParallelGroups) -> dict[str, Any]:
+def run_scenario(
+    family: LiveAvatarFamily, plan: Plan, residency: str, device: torch.device, parallel: ParallelGroups, sync_debug: str = "off"
+) -> dict[str, Any]:
     width, height = plan.size
     layout = parallel.layout.text() if parallel.distributed else None
     describe = {"size": [width, height], "residency": RESIDENCIES[residency], "audio_s": plan.seconds, "parallel": layout}
@@ -128,7 +133,8 @@ def run_scenario(family: LiveAvatarFamily, plan: Plan, residency: str, device: t
         pipeline = _build(family, plan, residency, device, parallel)
         synchronize(device)
         gpu_run.reset_device_peak(device)
-        report = measure(pipeline, family.reference(None, {"size": [width, height]}), looped(bundled_speech(SAMPLE_RATE), SAMPLE_RATE, plan.seconds))
+        with steady_sync_debug(device, sync_debug) as waits:
+            report = measure(pipeline, family.reference(None, {"size": [width, height]}), looped(bundled_speech(SAMPLE_RATE), SAMPLE_RATE, plan.seconds))
     except RuntimeError as exc:
         if not gpu_run.is_out_of_memory(exc):
             raise
@@ -151,12 +157,14 @@ def run_scenario(family: LiveAvatarFamily, plan: Plan, residency: str, device: t
         "peak_device_bytes": peak,
         "peak_device_gib": round(peak / gpu_run.GIB, 2) if peak is not None else None,
         "kv_cache_bytes": {"step_caches": steps, "sink": sink},
+        **({"steady_host_waits": dict(waits)} if sync_debug == "warn" else {}),
     }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = gpu_run.run_parser(__doc__.split("\n\n")[0], RESULT_FILE, 330.0, "start no scenario after this many seconds")
     parser.add_argument("--parallel", metavar="LAYOUT", help="under torchrun: the --parallel layout of one all-resident scenario (e.g. steps=4,decode)")
+    parser.add_argument("--sync-debug", choices=MODES, default="off", help="CUDA's sync debug mode in each render's steady state (a no-op on a CPU)")
     args = parser.parse_args(argv)
     progress, device = gpu_run.start_run(parser, args)
     info, device = init_rank(device, args.parallel)
@@ -189,6 +197,7 @@ def _run(args: argparse.Namespace, progress: gpu_run.Progress, device: torch.dev
         "build_s": round(time.perf_counter() - start, 3),
         "plan": dataclasses.asdict(plan),
         "processes": info.world_size,
+        "sync_debug": args.sync_debug,
         "scenarios": {},
     }
     progress(f"built in {result['build_s']:.1f} s, {result['weight_bytes'] / gpu_run.GIB:.1f} GiB of weights")
@@ -197,7 +206,7 @@ def _run(args: argparse.Namespace, progress: gpu_run.Progress, device: torch.dev
             result["scenarios"][residency] = {"status": "skipped", "reason": f"time budget of {args.budget_s:g} s spent"}
             continue
         progress(f"running: {residency} at {plan.size[0]}x{plan.size[1]}")
-        record = result["scenarios"][residency] = run_scenario(family, plan, residency, device, info.groups)
+        record = result["scenarios"][residency] = run_scenario(family, plan, residency, device, info.groups, args.sync_debug)
         if record["status"] == "ok":
             progress(
                 f"  -> ttff {record['ttff_s']:.2f} s, {record['fps_out']:.2f} fps, steady {record['steady_fps']:.1f} fps, peak {record['peak_device_gib']} GiB"
