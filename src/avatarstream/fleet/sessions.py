@@ -72,6 +72,7 @@ class FleetSession:
         self.attached = asyncio.Event()  # a replica is reachable (cleared while resuming)
         self.resent = asyncio.Event()  # cleared from a loss until the new replica has the lost one's unspoken speech: new speech waits
         self.resent.set()
+        self.gone = asyncio.Event()  # the session ended here (closed, failed, or it could not resume): nothing waits on it
         self.resending: asyncio.Task[None] | None = None
         self.ending = False  # POST /end: no more speech is taken; the replica speaks what it has, then closes
         self.listeners: set[asyncio.Queue[dict[str, Any] | Close]] = set()
@@ -308,11 +309,24 @@ class Fleet:
     async def end(self, session: FleetSession) -> dict[str, Any]:
         """Take no more speech, hand what the ingress holds to the replica, then end it there after its queue."""
         session.ending = True
-        await session.feed.join()  # every piece taken so far reaches the replica before it is told to end
-        await session.attached.wait()
-        await session.resent.wait()
+        handed_on = asyncio.ensure_future(self._handed_on(session))
+        gone = asyncio.ensure_future(session.gone.wait())
+        try:
+            await asyncio.wait([handed_on, gone], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+        if not handed_on.done():  # it failed or closed meanwhile (a resume that found no slot, say)
+            handed_on.cancel()
+            raise NotFound(f"the session ended ({session.state}) before it could end after its speech")
         ending: dict[str, Any] = await session.link.request("POST", "/end")
         return ending | {"id": session.id}
+
+    @staticmethod
+    async def _handed_on(session: FleetSession) -> None:
+        """Every piece of speech taken so far is on the replica that holds the session now."""
+        await session.feed.join()
+        await session.attached.wait()
+        await session.resent.wait()
 
     async def interrupt(self, session: FleetSession) -> dict[str, Any]:
         """Drop the speech waiting here and at the replica; what the replica already handed to the model still plays."""
@@ -505,6 +519,7 @@ class Fleet:
 
     async def _ended(self, session: FleetSession) -> None:
         """Forget a session that ended: keep its last JSON, tell and close its clients' sockets."""
+        session.gone.set()
         for task in [*session.tasks[1:], *([session.resending] if session.resending is not None else [])]:
             task.cancel()
         await session.link.aclose()
