@@ -5,13 +5,18 @@ stream. The first message is JSON text (``FramesStream``: frame size and rate, a
 per frame, as chunks are published: a 4-byte little-endian length, that many bytes of JSON (``FrameHeader``), the frame
 as RGB24 (height x width x 3 bytes) and its audio as interleaved s16le. The socket closes (1000) when the session ends.
 A client that reads slower than the session publishes loses the oldest chunks (a gap in ``frame``), so it never holds
-the session back. docs/api.md describes it.
+the session back. What the server holds for one client is bounded: its queue (media_watch.py), the chunk being sent and
+the connection's write buffer (uvicorn waits below asyncio's 64 KiB high-water mark before each message, so that
+buffer holds at most that plus one message). A client that takes nothing for ``SEND_TIMEOUT_S`` is dropped: otherwise
+it would hold that much, and keep its session from being closed as idle, for as long as its connection stays up.
+docs/api.md describes it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import struct
 import time
 
@@ -23,10 +28,13 @@ from starlette.websockets import WebSocketDisconnect
 from avatarstream.errors import InputError
 from avatarstream.serve.api_audio_ws import refuse
 from avatarstream.serve.context import ServerContext
+from avatarstream.serve.logs import event
 from avatarstream.serve.media_watch import Published
 from avatarstream.serve.problems import ServeError
 
 router = APIRouter()
+
+SEND_TIMEOUT_S = 10.0  # a client that has taken no frame for this long is dropped
 
 
 class FramesStream(BaseModel):
@@ -73,11 +81,13 @@ async def frames_socket(ws: WebSocket, sid: str, token: str | None = None) -> No
             if item is None:
                 break
             for message in await server.blocking(encode, item):
-                await ws.send_bytes(message)
+                await asyncio.wait_for(ws.send_bytes(message), SEND_TIMEOUT_S)
         if not gone.done():
-            await ws.close(1000)
+            await asyncio.wait_for(ws.close(1000), SEND_TIMEOUT_S)
     except (WebSocketDisconnect, RuntimeError):  # the client went away mid-send
         pass
+    except asyncio.TimeoutError:  # no close frame: it could not get past what the client has not read either
+        event("frames client dropped", logging.WARNING, session=session.log_id, reason=f"it took no frame for {SEND_TIMEOUT_S:g} s")
     finally:
         session.media.unwatch(queue)
         session.watchers -= 1

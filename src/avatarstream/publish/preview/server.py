@@ -5,6 +5,11 @@ viewers, and it serves the HLS folder that an HlsSink in the same publisher
 writes. It starts listening when it is built, so the page can be opened
 before the first frame exists; the page waits for the playlist and shows its
 own time to first frame and live fps.
+
+Each connection has a thread of its own, for as long as its request takes:
+one that sends nothing, or stops reading the answer, is hung up after
+``REQUEST_TIMEOUT_S``, so that viewers that stop do not pile up threads and
+answers.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ DEFAULT_PORT = 8765
 STATIC = resources.files("avatarstream.publish.preview") / "static"
 TYPES = {".m3u8": "application/vnd.apple.mpegurl", ".m4s": "video/iso.segment", ".mp4": "video/mp4", ".js": "text/javascript"}
 MAX_OFFER_BYTES = 64 * 1024
+REQUEST_TIMEOUT_S = 30.0  # to read a request and to write its answer (a segment: a second or two of video)
 
 
 class PreviewServer(WebRtcSink):
@@ -91,6 +97,8 @@ class PreviewServer(WebRtcSink):
 
 def _handler(server: PreviewServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        timeout = REQUEST_TIMEOUT_S  # on the connection's socket: a read or a whole answer that takes longer fails
+
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/":
@@ -148,8 +156,12 @@ def _handler(server: PreviewServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.end_headers()
+                self.wfile.write(body)
+            except OSError as err:  # the viewer left, or took nothing for the timeout
+                log.debug("preview: %s: answer not delivered: %s", self.path, err)
+                self.close_connection = True
 
         def log_message(self, format: str, *args: object) -> None:
             log.debug("preview: " + format, *args)
