@@ -131,7 +131,7 @@ def _check_syncs(check: SyncCheck, stretches: int) -> None:
 
 def _check_streams(watch: SyncsPerChunk, ops: SpyOps, stretches: int, overlap: bool, reads_ahead: bool) -> None:
     assert len(watch.device_syncs) >= 4, "a few chunks past the first"
-    assert watch.device_syncs == [0] * len(watch.device_syncs), f"device-wide syncs per chunk: {watch.device_syncs}"
+    assert watch.device_syncs == [0] * len(watch.device_syncs) and ops.device_syncs == 0, f"device-wide syncs per chunk: {watch.device_syncs}"
     assert ops.host_syncs == len(ops.frames_read_on) == stretches, "the host reads each stretch's frames once, through the seam"
     if not overlap:
         assert set(ops.frames_read_on) == {MAIN}
