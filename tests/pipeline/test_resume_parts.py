@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from avatarstream.pipeline.report import ReportRecorder
 from avatarstream.pipeline.resume import Resumable, StageParts, nbytes_of
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
+from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.runtime.overlap import FinalizeWorker
 from avatarstream.runtime.residency import Runtime
 from avatarstream.sources.pcm import PcmBlock
@@ -64,7 +66,15 @@ def _states_waiting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return waiting
 
 
-def test_savers_never_drain_the_finalize_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def held_threads() -> Iterator[None]:
+    """One thread count for the test, whatever the machine's load: its runs are compared bit for bit."""
+    set_threads(None, follow_machine=False)
+    yield
+    set_threads(None)
+
+
+def test_savers_never_drain_the_finalize_worker(monkeypatch: pytest.MonkeyPatch, held_threads: None) -> None:
     """With overlap on, taking states costs no drain: the first frames (time to first frame) and the end are the only ones."""
     drains: list[int] = []  # in flight at each drain
     original = FinalizeWorker.drain

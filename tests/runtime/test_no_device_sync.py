@@ -171,12 +171,6 @@ def test_liveavatar_steady_state_waits_for_frames_only(spy: list[SpyOps], tiny_l
     assert _check_run("liveavatar", tiny_liveavatar, LIVEAVATAR, overlap, spy, 2.0) == overlap
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="colourbars' PixelsStage returns video_to_frames(video).numpy(): a host read outside DeviceOps.to_host "
-    "(tests/plugins/colourbars/avatarstream_colourbars/stages.py, owned elsewhere; drop the .numpy() and this passes)",
-)
 @pytest.mark.parametrize("overlap", [False, True], ids=["inline", "overlap"])
 def test_colourbars_steady_state_waits_for_frames_only(spy: list[SpyOps], overlap: bool) -> None:
     assert _check_run("colourbars", None, {}, overlap, spy, 2.0) == overlap

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from avatarstream.pipeline.chunks import ChunkKey
+from avatarstream.runtime.host_reads import host_read
 from avatarstream.sources.audio_timeline import TimelineState
 
 if TYPE_CHECKING:
@@ -65,8 +66,10 @@ def stage_parts(stages: Iterable[Stage], caches: Mapping[str, Any], *, take: boo
 
 
 def to_host(value: Any) -> Any:
-    """A copy whose tensors are on the CPU (a GPU tensor cannot travel to a CPU-only process); other leaves as they are."""
-    return _map(value, lambda t: t.detach().to("cpu", copy=True))
+    """A copy whose tensors are on the CPU (a GPU tensor cannot travel to a CPU-only process); other leaves as they are.
+    A declared host read: only runs that keep a resumable state make it."""
+    with host_read("resumable_state"):
+        return _map(value, lambda t: t.detach().to("cpu", copy=True))
 
 
 def to_device(value: Any, device: torch.device) -> Any:

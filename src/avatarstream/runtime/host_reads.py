@@ -19,6 +19,8 @@ from typing import Protocol
 ALLOWED: dict[str, str] = {
     "frames": "a finished stretch's frames go to the encoder and the frame sinks, which take host memory; one stream "
     "sync per stretch, through DeviceOps.to_host, on the thread that finished the stretch",
+    "resumable_state": "only for a run whose observers keep a resumable state (a fleet's replica): the state after each "
+    "chunk is copied to the host, so that another process can resume the session after a loss (pipeline/resume.py)",
 }
 
 

@@ -79,4 +79,4 @@ class PixelsStage(Stage):
     def run(self, ctx: StageContext) -> None:
         latents = ctx["latents"]
         video = F.interpolate(latents, scale_factor=(1, LATENT_STRIDE, LATENT_STRIDE), mode="nearest")
-        ctx["frames"] = video_to_frames(video).numpy()
+        ctx["frames"] = video_to_frames(video)  # the pipeline reads frames to the host itself, once per stretch
