@@ -40,7 +40,12 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p.add_argument("--replica-gpus", type=float, default=0.0, help="GPUs each replica reserves (1 for a real model)")
     p.add_argument("--replica-host", default="127.0.0.1", help="where each replica serves its video: 'auto' is its node's address (needs --token)")
     p.add_argument("--drain-timeout", type=float, default=3600.0, help="seconds a replica that is scaled away waits for its session to end")
-    p.add_argument("--resume-timeout", type=float, default=60.0, help="seconds a session whose replica died waits for a free slot")
+    p.add_argument(
+        "--resume-timeout",
+        type=float,
+        default=60.0,
+        help="seconds a session whose replica died may take to resume on another (a free slot, its start, the speech sent again); then it fails with the reason",
+    )
     p.add_argument("--address", help="Ray cluster to join ('auto': the one this machine belongs to); default: start one here")
     p.add_argument("--num-cpus", type=int, help="CPUs of the Ray cluster started here (default: all)")
     add_runtime_arguments(p)

@@ -340,18 +340,19 @@ class Fleet:
 
     # -- inside --------------------------------------------------------------------------------------------
 
-    async def _place(self, request: OpenRequest) -> tuple[SlotReport, Any]:
-        """A free slot's first report for this request; Busy (503) when every slot is taken."""
+    async def _place(self, request: OpenRequest, *, client: bool = True) -> tuple[SlotReport, Any]:
+        """A free slot's first report for this request; Busy (503) when every slot is taken. ``client``: a client asked,
+        so a refusal is counted and logged (a resume that waits for a slot asks again and again, uncounted)."""
         if self.busy >= self.running:
             await self._count_replicas()  # the polled count may be a second old: refuse only on a fresh one
             if self.busy >= self.running:
-                raise self._busy()
+                raise self._busy(client)
         reports = self.slots.options(stream=True).open.remote(request)
         try:
             report = await asyncio.wait_for(reports.__anext__(), self.settings.admission_wait_s)
         except TimeoutError:
             reports.cancel()
-            raise self._busy() from None
+            raise self._busy(client) from None
         except asyncio.CancelledError:  # a resume that ran out of time: the slot must not keep a session nobody follows
             reports.cancel()
             raise
@@ -370,9 +371,10 @@ class Fleet:
         session.state, session.error = "failed", message
         self.metrics.failed.inc()
 
-    def _busy(self) -> Busy:
-        self.metrics.rejected.inc()
-        event("session refused", reason="full", replicas=self.running)
+    def _busy(self, counted: bool = True) -> Busy:
+        if counted:
+            self.metrics.rejected.inc()
+            event("session refused", reason="full", replicas=self.running)
         return Busy(
             f"every session slot of the fleet is busy ({self.running} replicas running); try again shortly",
             {"Retry-After": str(self.settings.serve.retry_after_s)},
@@ -494,7 +496,7 @@ class Fleet:
         request = dataclasses.replace(session.request, resume=session.saved)
         while True:
             try:
-                report, reports = await self._place(request)
+                report, reports = await self._place(request, client=False)
                 break
             except Busy:
                 await asyncio.sleep(0.5)
