@@ -107,6 +107,36 @@ def infinitetalk(*edits: Callable[[Path], object]) -> Callable[[Path], list[str]
     return render("--model", "infinitetalk", "--weights", folder)
 
 
+def infinitetalk_diffusers(*edits: Callable[[Path], object]) -> Callable[[Path], list[str]]:
+    """--model infinitetalk --weights ROOT: a random tiny checkpoint in the Diffusers layout, then ``edits`` applied to it."""
+
+    def folder(tmp: Path) -> Path:
+        from avatarstream.families.infinitetalk.tiny import write_tiny_checkpoint
+
+        root = tmp / "infinitetalk-diffusers"
+        write_tiny_checkpoint(root, "diffusers", seed=3)
+        for edit in edits:
+            edit(root)
+        return root
+
+    return render("--model", "infinitetalk", "--weights", folder)
+
+
+def liveavatar(*edits: Callable[[Path], object]) -> Callable[[Path], list[str]]:
+    """--model liveavatar --weights ROOT: a random tiny LiveAvatar checkpoint, then ``edits`` applied to it."""
+
+    def folder(tmp: Path) -> Path:
+        from avatarstream.families.liveavatar.tiny import write_tiny_checkpoint
+
+        root = tmp / "liveavatar"
+        write_tiny_checkpoint(root, seed=5)
+        for edit in edits:
+            edit(root)
+        return root
+
+    return render("--model", "liveavatar", "--weights", folder)
+
+
 def parity(*edits: Callable[[Path], object]) -> Callable[[Path], list[str]]:
     """``avatarstream parity DIR`` on a copy of the tiny golden set with ``edits`` applied."""
 
@@ -123,6 +153,10 @@ BASE = "Wan2.1-I2V-14B-480P"
 dit_config = lambda **changes: lambda r: mk.edit_json(r / BASE / "config.json", **changes)
 w2v_config = lambda **changes: lambda r: mk.edit_json(r / "chinese-wav2vec2-base" / "config.json", **changes)
 dit_index = lambda **changes: lambda r: mk.edit_json(r / BASE / "diffusion_pytorch_model.safetensors.index.json", **changes)
+BASE_DIFFUSERS = BASE + "-Diffusers"
+umt5_config = lambda **changes: lambda r: mk.edit_json(r / BASE_DIFFUSERS / "text_encoder" / "config.json", **changes)
+clip_config = lambda **changes: lambda r: mk.edit_json(r / BASE_DIFFUSERS / "image_encoder" / "config.json", **changes)
+s2v_config = lambda **changes: lambda r: mk.edit_json(r / "Wan2.2-S2V-14B" / "config.json", **changes)
 golden_spec = lambda edit: lambda r: (r / "golden.json").write_text(json.dumps(edit(json.loads((r / "golden.json").read_text()))))
 DIT_RANGE = ("Wan2.1-I2V-14B-480P/config.json", "expected a whole number in")
 TOO_BIG = ("config.json describes", "GiB", "cannot be loaded", "damaged or belongs to another model")
@@ -150,6 +184,25 @@ def blocks(*items: PcmBlock) -> Callable[[Path], dict[str, Any]]:
     return lambda tmp: {"audio": list(items)}
 
 
+def _codec_tag(tag: int) -> bytes:
+    """A 16-bit WAV whose format tag names a codec no decoder takes."""
+    data = mk.wav_bytes(mk.tone())
+    return data[:20] + tag.to_bytes(2, "little") + data[22:]
+
+
+def _bad_pickle(path: Path) -> None:
+    """Rewrite the torch checkpoint at ``path`` with a pickle that stops on an empty stack (its tensors left as they are)."""
+    import io
+    import zipfile
+
+    source = zipfile.ZipFile(io.BytesIO(path.read_bytes()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        for name in source.namelist():
+            archive.writestr(name, b"\x80\x02." if name.endswith("/data.pkl") else source.read(name))
+    path.write_bytes(out.getvalue())
+
+
 AUDIO_WORDS = ("cannot read audio", "use a WAV, MP3, FLAC or OGG file")
 RATE_WORDS = ("sample rate is", "use 4000..384000 Hz")
 NAN_WORDS = ("holds NaN or infinite samples", "re-export")
@@ -171,6 +224,9 @@ CLI: list[Case] = [
     Case("audio-rate-10mhz", "cli", audio(lambda t: mk.wav_rate(t, 10_000_000)), 2, ("10000000 Hz", *RATE_WORDS)),
     Case("audio-a-folder", "cli", audio(mk.directory), 2, ("cannot read audio", "Is a directory")),
     Case("audio-an-image", "cli", audio(mk.png_file), 2, ("has no audio stream", "use a WAV, MP3, FLAC or OGG file")),
+    Case(
+        "audio-wav-no-decoder", "cli", audio(lambda t: mk.write(t, "odd.wav", _codec_tag(0x1234))), 2, ("no decoder for its audio codec", *AUDIO_WORDS)
+    ),  # fuzzer
     Case("audio-wav-data-cut", "cli", audio(mk.wav_data_cut), 0, (), accepted=True),  # the half that is there plays, as in any player
     Case("audio-header-claims-10h", "cli", audio(mk.wav_claims_hours), 0, (), accepted=True),  # the tiny real length renders; nothing sized by the claim
     Case("audio-8-channels", "cli", audio(lambda t: mk.wav_channels(t, 8)), 0, (), accepted=True),  # downmixed to mono
@@ -262,6 +318,28 @@ CLI: list[Case] = [
         2,
         ("infinitetalk.safetensors has no audio projection", "expected shapes"),
     ),
+    # found by `make fuzz` (docs/fuzzing.md): a traceback before, one line now
+    Case("weights-it-head-dim-odd", "cli", infinitetalk(dit_config(dim=68)), 2, ("dim / num_heads is 17", "an even number", *DIT_RANGE[:1])),
+    Case(
+        "weights-it-vae-pickle-cut",
+        "cli",
+        infinitetalk(lambda r: _bad_pickle(r / BASE / "Wan2.1_VAE.pth")),
+        2,
+        ("cannot read", "Wan2.1_VAE.pth weights-only: pop from empty list", "holds only tensors"),
+    ),
+    Case("weights-it-wav2vec2-dropout-5", "cli", infinitetalk(w2v_config(activation_dropout=5.1)), 2, ("cannot be built", "dropout probability", "5.1")),
+    Case("weights-it-wav2vec2-norm-unknown", "cli", infinitetalk(w2v_config(feat_extract_norm="batch")), 2, ("cannot be built", "feat_extract_norm")),
+    Case("weights-itd-umt5-dtype-unknown", "cli", infinitetalk_diffusers(umt5_config(dtype="float99")), 2, ("text_encoder/config.json", "float99")),
+    Case("weights-itd-umt5-flag-a-number", "cli", infinitetalk_diffusers(umt5_config(is_encoder_decoder=1e-6)), 2, ("is_encoder_decoder", "expected bool")),
+    Case("weights-itd-umt5-dropout-5", "cli", infinitetalk_diffusers(umt5_config(dropout_rate=5.1)), 2, ("text_encoder/config.json", "cannot be built")),
+    Case("weights-itd-umt5-activation-unknown", "cli", infinitetalk_diffusers(umt5_config(dense_act_fn="gelu_nope")), 2, ("text_encoder/config.json",)),
+    Case("weights-itd-umt5-layers-million", "cli", infinitetalk_diffusers(umt5_config(num_layers=10**6)), 2, ("num_layers is 1000000", "1..1024")),  # by hand
+    Case("weights-itd-clip-activation-unknown", "cli", infinitetalk_diffusers(clip_config(hidden_act="gelu_nope")), 2, ("image_encoder/config.json",)),
+    Case("weights-itd-clip-dtype-unknown", "cli", infinitetalk_diffusers(clip_config(dtype="&float16")), 2, ("image_encoder/config.json", "&float16")),
+    Case("weights-la-heads-0", "cli", liveavatar(s2v_config(num_heads=0)), 2, ("Wan2.2-S2V-14B/config.json", "num_heads is 0")),
+    Case("weights-la-layers-huge", "cli", liveavatar(s2v_config(num_layers=3 * 10**61)), 2, ("num_layers is 3000", "1..1024")),
+    Case("weights-la-dim-negative", "cli", liveavatar(s2v_config(ffn_dim=-4)), 2, ("ffn_dim is -4",)),
+    Case("weights-la-dim-infinite", "cli", liveavatar(s2v_config(dim=1e999)), 2, ("dim is inf",)),
     # -- golden sets (parity) ------------------------------------------------------------------------
     Case("golden-json-a-list", "cli", parity(lambda r: (r / "golden.json").write_text("[1]")), 2, ("golden.json holds a JSON list",)),
     Case("golden-case-missing-file", "cli", parity(golden_spec(lambda s: {**s, "cases": {"dit": {}}})), 2, ("case 'dit' has no 'file'",)),
@@ -448,6 +526,13 @@ HTTP: list[Case] = [
         ("no such session",),
     ),
     Case(
+        "http-audio-no-decoder",  # found by `make fuzz`: a 500 before
+        "http",
+        lambda t: Request("POST", "/sessions/{sid}/audio", {"content": _codec_tag(0x1234), "headers": WAV}),
+        422,
+        ("cannot read audio the uploaded audio", "no decoder for its audio codec"),
+    ),
+    Case(
         "http-audio-8-channels",
         "http",
         lambda t: Request("POST", "/sessions/{sid}/audio", {"content": _wav(_tone(channels=8)), "headers": WAV}),
@@ -617,6 +702,7 @@ WS: list[Case] = [
     Case("ws-rate-not-a-number", "ws", lambda t: Socket(query="format=s16le&rate=fast"), 422, ("rate",)),
     Case("ws-half-a-sample", "ws", lambda t: Socket(send=(b"\x01\x02\x03",)), 0, ("whole sample frames",)),
     Case("ws-text-not-json", "ws", lambda t: Socket(send=("not json",)), 0, ("JSON controls",)),
+    Case("ws-empty-pcm-then-text", "ws", lambda t: Socket(send=(b"", "not json")), 0, ("JSON controls",)),  # fuzzer: an empty message broke the socket
     Case("ws-unknown-control", "ws", lambda t: Socket(send=(json.dumps({"type": "explode"}),)), 0, ("JSON controls",)),
     Case("ws-broken-wav-clip", "ws", lambda t: Socket(query="format=encoded", send=(b"RIFF" + bytes(100),)), 0, ("the uploaded audio",)),
     Case("ws-garbage-clip", "ws", lambda t: Socket(query="format=encoded", send=(np.random.default_rng(2).bytes(3000),)), 0, ("the uploaded audio",)),

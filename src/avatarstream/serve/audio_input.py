@@ -34,7 +34,10 @@ class Resampler:
         self._resampler = av.AudioResampler(format="flt", layout="mono", rate=RATE)
 
     def feed(self, samples: np.ndarray) -> np.ndarray:
-        """``samples``: float32 [channels, n]; returns the mono samples that are ready."""
+        """``samples``: float32 [channels, n]; returns the mono samples that are ready (none for none: FFmpeg's resampler
+        fails on an empty frame, which an empty PCM message would make)."""
+        if samples.shape[-1] == 0:
+            return np.zeros(0, np.float32)
         frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(samples, dtype=np.float32), format="fltp", layout=self.layout)
         frame.sample_rate = self.rate
         parts = [out.to_ndarray().reshape(-1) for out in self._resampler.resample(frame)]

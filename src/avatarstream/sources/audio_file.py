@@ -51,6 +51,8 @@ class AudioFileSource(ClosesOnExit):
             if not self._container.streams.audio:
                 raise InputError(f"audio file {self.path} has no audio stream; {_FORMATS_HINT}")
             stream = self._container.streams.audio[0]
+            if stream.codec_context is None:  # a WAV's format tag (or a sample width) no decoder takes
+                raise self._unreadable("FFmpeg has no decoder for its audio codec")
             rate = stream.codec_context.sample_rate
             if not MIN_RATE <= rate <= MAX_RATE:
                 raise InputError(

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,21 @@ class ConfigValues:
         """``part`` (the value of ``part_key``) must divide ``whole`` (the value of ``key``)."""
         if whole % part:
             raise InputError(f"invalid {self.path}: {key} {whole} is not a multiple of {part_key} {part}; {self.expected}")
+
+
+@contextmanager
+def built_from(path: Path, expected: str) -> Iterator[None]:
+    """Building the network a checked config describes: what a library's constructor still refuses (a dropout of 5, an
+    unknown activation, a negative width) is the config's fault too, one InputError naming it."""
+    try:
+        yield
+    except (ValueError, TypeError, KeyError, RuntimeError, AssertionError, ZeroDivisionError) as exc:
+        raise InputError(f"invalid {path}: the network it describes cannot be built ({type(exc).__name__}: {one_line(exc)}); {expected}") from exc
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (libraries' often span several)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _is_int(value: Any) -> bool:

@@ -8,7 +8,6 @@ plain containers.
 from __future__ import annotations
 
 import json
-import pickle
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,9 +45,11 @@ def read_pth(path: Path) -> StateDict:
     _require_file(path, "a .pth checkpoint")
     try:
         state = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as exc:
+    # The weights-only unpickler fails on hostile bytes as its parsing falls (an IndexError for an empty stack, a KeyError
+    # for a missing memo, a TypeError): the file's fault, whatever the type.
+    except Exception as exc:
         raise InputError(
-            f"cannot read {path} weights-only: {str(exc).splitlines()[0]}; expected a torch checkpoint that holds only tensors "
+            f"cannot read {path} weights-only: {_first_line(exc)}; expected a torch checkpoint that holds only tensors "
             "(a truncated download, or a file that needs full unpickling, which avatarstream never does)"
         ) from exc
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
@@ -111,6 +112,11 @@ def _shard_files(folder: Path, index: Path) -> list[Path]:
     if missing:
         raise InputError(f"{index} lists shards that are not in {folder}: {', '.join(missing)}; the download is incomplete")
     return files
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line that says something (torch's weights-only errors explain themselves over many lines)."""
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 def _require_file(path: Path, what: str) -> None:

@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
+from huggingface_hub.errors import StrictDataclassError
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, UMT5Config, UMT5EncoderModel
 
 from avatarstream.components.wan.layout import T5_FILE, T5_TOKENIZER_DIR, Layout
 from avatarstream.components.wan.text_encoder import EMBEDDING_KEYS, TextEncoder, convert_wan_t5_to_transformers, umt5_config_from_wan
 from avatarstream.errors import InputError
+from avatarstream.weights.config_values import MAX_HEADS, MAX_LAYERS, ConfigValues, built_from, one_line
 from avatarstream.weights.files import ShardedCheckpoint, StateDict, read_pth
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
 from avatarstream.weights.sandbox import all_inside, inside
@@ -28,6 +30,8 @@ from avatarstream.weights.sandbox import all_inside, inside
 C = TypeVar("C")
 
 T5_NAME = "text encoder (UMT5-XXL)"
+#: The largest vocabulary a config may ask for (umt5-xxl's has 256384 tokens).
+MAX_VOCAB = 1 << 20
 
 
 def load_text_encoder(base: Path, layout: Layout, dtype: torch.dtype) -> TextEncoder:
@@ -66,15 +70,26 @@ def _load_wan_t5(path: Path, dtype: torch.dtype) -> UMT5EncoderModel:
 def _load_transformers_t5(folder: Path, dtype: torch.dtype) -> UMT5EncoderModel:
     config_path = inside(folder, folder / "config.json")
     raw = read_config(config_path, "umt5")
+    _check_sizes(raw, config_path)
     config = config_from_dict(UMT5Config, raw, config_path)
     checkpoint = ShardedCheckpoint.open(folder, "model")
-    with empty_weights():
+    with built_from(config_path, "expected the UMT5 encoder's config"), empty_weights():
         network = UMT5EncoderModel(config)
     loader = MetaLoader(network, T5_NAME, dtype)
     for path, shard in checkpoint.shards():
         loader.load(_tie_embedding(shard, dtype), path)
         del shard
     return _tied(loader.finish([checkpoint.source]))
+
+
+def _check_sizes(raw: dict[str, Any], path: Path) -> None:
+    """The sizes transformers would build from, each a whole number in range (a million layers would never finish)."""
+    values = ConfigValues(raw, path, "expected the UMT5 encoder's config")
+    values.count("num_layers", 8, high=MAX_LAYERS)
+    values.count("num_heads", 6, high=MAX_HEADS)
+    for key, default in (("d_model", 512), ("d_ff", 1024), ("d_kv", 64), ("relative_attention_num_buckets", 32)):
+        values.count(key, default)
+    values.count("vocab_size", 250112, high=MAX_VOCAB)
 
 
 def _tie_embedding(tensors: StateDict, dtype: torch.dtype) -> StateDict:
@@ -137,5 +152,5 @@ def config_from_dict(cls: Any, raw: dict[str, Any], path: Path) -> Any:
     """``cls`` (a transformers config class) from ``raw``; values it refuses are an InputError naming ``path``."""
     try:
         return cls.from_dict(raw)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"invalid {path}: {exc}; expected a transformers {cls.__name__} config") from exc
+    except (TypeError, ValueError, KeyError, AttributeError, StrictDataclassError) as exc:  # transformers checks fields as dataclasses
+        raise InputError(f"invalid {path}: {one_line(exc)}; expected a transformers {cls.__name__} config") from exc

@@ -16,7 +16,7 @@ from huggingface_hub.errors import StrictDataclassError
 from transformers import Wav2Vec2Config, Wav2Vec2Model
 
 from avatarstream.errors import InputError
-from avatarstream.weights.config_values import MAX_HEADS, MAX_LAYERS, ConfigValues, read_json_object
+from avatarstream.weights.config_values import MAX_HEADS, MAX_LAYERS, ConfigValues, built_from, read_json_object
 from avatarstream.weights.files import StateDict, read_pth, read_safetensors
 from avatarstream.weights.memory_check import meta_bytes, require_fits
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
@@ -75,9 +75,10 @@ def read_weights(folder: Path) -> tuple[StateDict, Path]:
 def read_wav2vec2(folder: Path, dtype: torch.dtype) -> Wav2Vec2Model:
     """Any wav2vec2 checkpoint folder (pre-training, CTC or bare model) as transformers' ``Wav2Vec2Model``."""
     config = wav2vec2_config(folder)
-    require_fits(meta_bytes(lambda: Wav2Vec2Model(config), torch.finfo(dtype).bits // 8), "an audio encoder", folder / "config.json")
-    with empty_weights():
-        network = Wav2Vec2Model(config)
+    with built_from(folder / "config.json", f"expected a wav2vec2 config ({folder.name})"):
+        require_fits(meta_bytes(lambda: Wav2Vec2Model(config), torch.finfo(dtype).bits // 8), "an audio encoder", folder / "config.json")
+        with empty_weights():
+            network = Wav2Vec2Model(config)
     state, path = read_weights(folder)
     loader = MetaLoader(network, "wav2vec2 audio encoder", dtype)
     loader.load(to_model_keys(state), path)

@@ -26,7 +26,8 @@ from avatarstream.weights.memory_check import meta_bytes, require_fits
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
 from avatarstream.weights.sandbox import inside
 
-#: The narrowest attention head Wan's 3D rotary table can split into its time, height and width parts.
+#: The narrowest attention head Wan's 3D rotary table can split into its time, height and width parts (each of an even
+#: width, so the head's width must be even too).
 MIN_HEAD_DIM = 6
 
 
@@ -50,14 +51,18 @@ def read_dit_config(base: Path, layout: Layout, checkpoint: ShardedCheckpoint) -
         dim, in_key, out_key = heads * head_dim, "in_channels", "out_channels"
         if dim > MAX_WIDTH:
             raise InputError(f"invalid {path}: num_attention_heads x attention_head_dim is {dim}, expected at most {MAX_WIDTH}; {expected}")
+        if head_dim % 2:
+            raise InputError(f"invalid {path}: attention_head_dim is {head_dim}, expected an even number (the 3D rotary table); {expected}")
         text_dim = values.count("text_dim", 4096)
         clip_dim = values.count("image_dim", 1280) if values.raw.get("image_dim") is not None else 1280
         patch = values.counts("patch_size", (1, 2, 2), length=range(3, 4), high=64)
     else:
         heads, dim, in_key, out_key = values.count("num_heads", high=MAX_HEADS), values.count("dim"), "in_dim", "out_dim"
         values.divides("dim", dim, heads, "num_heads")
-        if dim // heads < MIN_HEAD_DIM:
-            raise InputError(f"invalid {path}: dim / num_heads is {dim // heads}, expected at least {MIN_HEAD_DIM} (the 3D rotary table); {expected}")
+        if dim // heads < MIN_HEAD_DIM or (dim // heads) % 2:
+            raise InputError(
+                f"invalid {path}: dim / num_heads is {dim // heads}, expected an even number of at least {MIN_HEAD_DIM} (the 3D rotary table); {expected}"
+            )
         shapes = checkpoint.shapes()
         clip = shapes.get("img_emb.proj.0.weight")
         if clip is None:

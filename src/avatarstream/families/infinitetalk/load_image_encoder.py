@@ -27,11 +27,14 @@ from avatarstream.models.infinitetalk.image_encoder import (
     convert_open_clip_visual_to_transformers,
     vision_model_tensors,
 )
+from avatarstream.weights.config_values import MAX_HEADS, MAX_LAYERS, ConfigValues, built_from
 from avatarstream.weights.files import ShardedCheckpoint, StateDict
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
 from avatarstream.weights.sandbox import inside
 
 CLIP_NAME = "image encoder (CLIP ViT-H/14)"
+#: The largest image side (and patch) a CLIP config may ask for (ViT-H/14 takes 224 x 224 in 14-pixel patches).
+MAX_IMAGE_SIDE = 2048
 
 
 def load_image_encoder(base: Path, layout: Layout, dtype: torch.dtype) -> ImageEncoder:
@@ -45,7 +48,7 @@ def load_image_encoder(base: Path, layout: Layout, dtype: torch.dtype) -> ImageE
 def _load_wan_clip(path: Path, dtype: torch.dtype) -> CLIPVisionModel:
     what = f"Wan's open-clip XLM-RoBERTa ViT-H/14 state dict ({CLIP_FILE})"
     config, tensors = read_wan_pth(path, what, clip_vision_config_from_wan, convert_open_clip_visual_to_transformers)
-    return _fill_clip(config, [(path, tensors)], path, dtype)
+    return _fill_clip(config, [(path, tensors)], path, path, dtype)
 
 
 def _load_transformers_clip(folder: Path, dtype: torch.dtype) -> CLIPVisionModel:
@@ -56,14 +59,29 @@ def _load_transformers_clip(folder: Path, dtype: torch.dtype) -> CLIPVisionModel
         if not isinstance(vision, dict):
             raise InputError(f"{config_path} is a CLIP config without a vision_config; expected the image encoder's config")
         raw = vision
+    _check_sizes(raw, config_path)
     config = config_from_dict(CLIPVisionConfig, raw, config_path)
     checkpoint = ShardedCheckpoint.open(folder, "model")
-    return _fill_clip(config, checkpoint.shards(), checkpoint.source, dtype)
+    return _fill_clip(config, checkpoint.shards(), checkpoint.source, config_path, dtype)
 
 
-def _fill_clip(config: CLIPVisionConfig, shards: Iterable[tuple[Path, StateDict]], source: Path, dtype: torch.dtype) -> CLIPVisionModel:
-    """Build on meta and fill from ``CLIPVisionModelWithProjection``-named tensors (see ``vision_model_tensors``)."""
-    with empty_weights():
+def _check_sizes(raw: dict[str, object], path: Path) -> None:
+    """The sizes transformers would build from, each a whole number in range (a million layers would never finish; a
+    huge image in tiny patches, a position table of billions)."""
+    values = ConfigValues(raw, path, "expected the CLIP vision config")
+    values.count("num_hidden_layers", 12, high=MAX_LAYERS)
+    values.count("num_attention_heads", 12, high=MAX_HEADS)
+    values.count("hidden_size", 768)
+    values.count("intermediate_size", 3072)
+    values.count("image_size", 224, high=MAX_IMAGE_SIDE)
+    values.count("patch_size", 32, high=MAX_IMAGE_SIDE)
+    values.count("num_channels", 3, high=4)
+
+
+def _fill_clip(config: CLIPVisionConfig, shards: Iterable[tuple[Path, StateDict]], source: Path, described_by: Path, dtype: torch.dtype) -> CLIPVisionModel:
+    """Build on meta and fill from ``CLIPVisionModelWithProjection``-named tensors (see ``vision_model_tensors``);
+    ``described_by``: the file the sizes came from."""
+    with built_from(described_by, "expected the CLIP vision config"), empty_weights():
         network = CLIPVisionModel(config)
     loader = MetaLoader(network, CLIP_NAME, dtype)
     for path, tensors in shards:
