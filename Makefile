@@ -8,7 +8,7 @@ FLEET_STAMP := $(VENV)/.fleet-deps
 AGENTS_STAMP := $(VENV)/.agents-deps
 TEST_STAMP := $(VENV)/.test-deps
 
-.PHONY: demo test lint install clean train-demo eval fleet agents dist
+.PHONY: demo test lint install clean train-demo eval fleet agents dist fuzz
 
 # torch is installed first, pinned. Where pip finds torch 2.13.0's CPU wheel on local disk (this project's
 # development machines) that is what it takes; from PyPI, Linux x86_64 gets the CUDA build (~3 GB), which also
@@ -40,6 +40,18 @@ $(TEST_STAMP): $(FLEET_STAMP) $(AGENTS_STAMP) scripts/system-deps.sh tests/plugi
 	$(PIP) -e '.[dev,gstreamer,fleet,pipecat,livekit]'
 	$(PIP) --no-deps -e tests/plugins/colourbars
 	touch $(TEST_STAMP)
+
+# coverage-guided fuzzing (atheris) of every parser of untrusted bytes, then schemathesis's stateful runs of the API, for
+# FUZZ_SECONDS in all (docs/fuzzing.md); not part of `make test`. Findings: out/fuzz/findings/, figures: out/fuzz/report.json
+FUZZ_STAMP := $(VENV)/.fuzz-deps
+FUZZ_SECONDS ?= 900
+FUZZ_TARGETS ?= all
+$(FUZZ_STAMP): $(STAMP)
+	$(PIP) -e '.[dev,fuzz]'
+	touch $(FUZZ_STAMP)
+
+fuzz: $(FUZZ_STAMP)
+	PYTHONPATH=tests $(BIN)/python -m fuzz --seconds $(FUZZ_SECONDS) --targets $(FUZZ_TARGETS) --out out/fuzz
 
 install: $(STAMP)
 	@echo "avatarstream is installed in $(VENV): run 'source $(VENV)/bin/activate' to put it on your PATH"

@@ -24,6 +24,30 @@ WEBSOCKET = (
 )
 
 
+#: OpenAPI links: which answers give the id the next operations take (clients, and schemathesis's stateful runs, chain
+#: them): (method, path, status) -> {link name: (method, path of the operation it leads to)}.
+SESSION = "/sessions/{sid}"
+JOB = "/jobs/{sid}"
+LINKS: dict[tuple[str, str, str], dict[str, tuple[str, str]]] = {
+    ("post", "/sessions", "201"): {
+        "status": ("get", SESSION), "speak": ("post", f"{SESSION}/audio"), "interrupt": ("post", f"{SESSION}/interrupt"),
+        "end": ("post", f"{SESSION}/end"), "close": ("delete", SESSION), "playlist": ("get", f"{SESSION}/hls/{{name}}"),
+        "webrtc": ("post", f"{SESSION}/webrtc"), "video": ("get", f"{SESSION}/video.mp4"),
+    },
+    ("post", f"{SESSION}/audio", "202"): {"interrupt": ("post", f"{SESSION}/interrupt"), "end": ("post", f"{SESSION}/end"), "close": ("delete", SESSION)},
+    ("post", f"{SESSION}/interrupt", "200"): {"speak": ("post", f"{SESSION}/audio"), "end": ("post", f"{SESSION}/end"), "close": ("delete", SESSION)},
+    ("post", f"{SESSION}/end", "202"): {"status": ("get", SESSION), "close": ("delete", SESSION)},
+    ("delete", SESSION, "200"): {"status": ("get", SESSION), "video": ("get", f"{SESSION}/video.mp4")},
+    ("post", "/jobs", "202"): {
+        "status": ("get", JOB), "video": ("get", f"{JOB}/video.mp4"), "frame": ("get", f"{JOB}/frames/{{name}}"), "cancel": ("delete", JOB),
+    },
+    ("delete", JOB, "200"): {"status": ("get", JOB)},
+}  # fmt: skip
+#: Where each link finds the id: the new session's or job's in the body, else the id the request named.
+LINK_ID = {("post", "/sessions"): "$response.body#/id", ("post", "/jobs"): "$response.body#/id"}
+#: The file names a link gives: the playlist every HLS session has, and a job's first frame.
+LINK_NAMES = {f"{SESSION}/hls/{{name}}": "index.m3u8", f"{JOB}/frames/{{name}}": "000000.png"}
+
 SWAGGER_UI = resources.files("avatarstream.serve") / "static" / "swagger-ui"
 #: The Swagger UI files /docs loads, by name (scripts/vendor_swagger_ui.sh refreshes them).
 SWAGGER_FILES = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css", "favicon-32x32.png": "image/png"}
@@ -47,10 +71,29 @@ def install(app: FastAPI, options: type[FamilyOptions], model: str) -> None:
                 field = body.get("properties", {}).get("model_options")
                 if field is not None:
                     field.update(model_options)
+            _add_links(spec["paths"])
             app.openapi_schema = spec
         return app.openapi_schema
 
     app.openapi = schema  # type: ignore[method-assign]  # FastAPI's documented way to extend the schema: replace the method
+
+
+def _add_links(paths: dict[str, Any]) -> None:
+    """Each answer of LINKS gets its links, by the operationId of the operation each leads to (those this app serves)."""
+    for (method, path, status), links in LINKS.items():
+        response = paths.get(path, {}).get(method, {}).get("responses", {}).get(status)
+        if response is None:
+            continue
+        found = {}
+        for name, (to_method, to_path) in links.items():
+            operation = paths.get(to_path, {}).get(to_method)
+            if operation is None:
+                continue
+            parameters = {"sid": LINK_ID.get((method, path), "$request.path.sid")}
+            if to_path in LINK_NAMES:
+                parameters["name"] = LINK_NAMES[to_path]
+            found[name] = {"operationId": operation["operationId"], "parameters": parameters}
+        response["links"] = found
 
 
 def _add_docs_page(app: FastAPI) -> None:
