@@ -5,3 +5,7 @@ A family is chosen by name (``--model``) through the registry
 come from the framework. Every family offers the interface of
 ``families.base.Family`` and declares its own options (``families.options``).
 """
+
+from avatarstream.families import torchao_logs
+
+torchao_logs.quiet()  # before any family imports diffusers, which imports torchao (families/torchao_logs.py)

@@ -29,12 +29,14 @@ from avatarstream.families.demo_options import (
     DEFAULT_STEPS,
     DEFAULTS,
     MOTION_FRAMES,
+    QUANTIZED_BY_DEFAULT,
     DemoOptions,
 )
 from avatarstream.families.demo_parallel import split_a2v
 from avatarstream.families.demo_reference import choose_reference
 from avatarstream.families.demo_weights import FORMAT_KEY, FORMAT_VERSION, SHIPPED_WEIGHTS, read_config_json
 from avatarstream.families.options import FamilyOptions
+from avatarstream.families.quantization import QUANTIZED_MARK, quantize_loaded
 from avatarstream.models.demo import (
     A2VDiT,
     AudioEncoder,
@@ -92,7 +94,17 @@ class DemoFamily:
     def load(
         cls, weights_dir: str | os.PathLike[str] | None = None, options: DemoOptions | None = None, *, device: torch.device | None = None, seed: int = 0
     ) -> DemoFamily:
-        """The shipped weights (``default``), a folder's, or random weights drawn from ``seed`` (``tiny``, or no weights shipped)."""
+        """The shipped weights (``default``), a folder's, or random weights drawn from ``seed`` (``tiny``, or no weights shipped);
+        quantized as the load options say."""
+        options = options or DemoOptions()
+        family = cls._read(weights_dir, seed)
+        quantized = quantize_loaded(family.modules, options.quantize, options.quantize_modules, QUANTIZED_BY_DEFAULT, device or torch.device("cpu"))
+        if quantized is not None:
+            family.weights += QUANTIZED_MARK + quantized
+        return family
+
+    @classmethod
+    def _read(cls, weights_dir: str | os.PathLike[str] | None, seed: int) -> DemoFamily:
         if weights_dir is None and cls.variant == "default" and (SHIPPED_WEIGHTS / "config.json").is_file():
             weights_dir = Path(str(SHIPPED_WEIGHTS))
         if weights_dir is None:
@@ -160,7 +172,8 @@ class DemoFamily:
         return self.spec(**{**DEFAULTS, **DemoOptions.parse(options).given("build")})
 
     def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
-        shipped = not self.weights.startswith("random") and Path(self.weights) == Path(str(SHIPPED_WEIGHTS))
+        source = self.weights.partition(QUANTIZED_MARK)[0]
+        shipped = not source.startswith("random") and Path(source) == Path(str(SHIPPED_WEIGHTS))
         return choose_reference(path, DemoOptions.parse(options).avatar, self.config.image_size, shipped_weights=shipped)
 
     # -- what the benchmarks ask for (optional members, families/base.py; the code is in demo_bench.py) --------------

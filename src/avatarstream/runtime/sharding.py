@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from avatarstream.errors import InputError
 from avatarstream.runtime.device_ops import DeviceOps
@@ -124,6 +125,13 @@ class Sharded(Residency):
         blocks = blocks_of(network)
         if blocks is None:
             raise InputError(f"module {module.name!r} cannot be sharded per block: it has no 'blocks' (an nn.ModuleList)")
+        quantized = next(((name, p) for name, p in network.named_parameters() if is_traceable_wrapper_subclass(p)), None)
+        if quantized is not None:
+            raise InputError(
+                f"module {module.name!r} holds quantized weights ({quantized[0]} is a {type(quantized[1]).__name__}), which FSDP2 "
+                "cannot shard (torchao's int8 and fp8 tensors have no split or all-gather): load it unquantized to shard it, or choose resident, "
+                "offloaded or streamed for it"
+            )
         self.offload = offload or ops.device.type == "cpu"
         if not is_sharded(network):  # one taken over from an earlier runtime keeps the sharding it has
             shard_network(network, ops.device, offload=self.offload, pin_memory=ops.pins_memory, param_dtype=param_dtype, group=group)

@@ -28,10 +28,11 @@ from avatarstream.families.chunk_plan import ChunkPlan
 from avatarstream.families.infinitetalk.buckets import nearest_bucket, resize_and_center_crop
 from avatarstream.families.infinitetalk.layout import resolve
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
-from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
+from avatarstream.families.infinitetalk.options import QUANTIZED_BY_DEFAULT, InfiniteTalkOptions
 from avatarstream.families.infinitetalk.presets import COLOR_CORRECTION, NEGATIVE_PROMPT, Preset, check_geometry, check_size
 from avatarstream.families.infinitetalk.sequence_parallel import split_dit
 from avatarstream.families.options import FamilyOptions
+from avatarstream.families.quantization import QUANTIZED_MARK, quantize_loaded
 from avatarstream.models.infinitetalk.audio_features import FPS, SAMPLE_RATE
 from avatarstream.models.infinitetalk.config import AUDIO_WINDOW
 from avatarstream.models.infinitetalk.sampler import Guidance, timesteps
@@ -108,10 +109,15 @@ class InfiniteTalkFamily:
         """The networks from the download folders (``root``, or each named by the load options), in the options' precision."""
         options = options or InfiniteTalkOptions()
         layout = resolve(root, base=options.base, adapter=options.adapter, audio_encoder=options.audio_encoder)
-        networks = InfiniteTalkNetworks.load(layout, options.torch_dtype(device or torch.device("cpu")))
+        device = device or torch.device("cpu")
+        networks = InfiniteTalkNetworks.load(layout, options.torch_dtype(device))
         random = random_mark(layout.adapter)
         warnings = [RANDOM_WARNING.format(how=random)] if random is not None else []
-        return cls.from_networks(networks, f"{layout.base} ({layout.layout} layout), {layout.adapter}, {layout.audio_encoder}", warnings=warnings)
+        family = cls.from_networks(networks, f"{layout.base} ({layout.layout} layout), {layout.adapter}, {layout.audio_encoder}", warnings=warnings)
+        quantized = quantize_loaded(family.modules, options.quantize, options.quantize_modules, QUANTIZED_BY_DEFAULT, device)
+        if quantized is not None:
+            family.weights += QUANTIZED_MARK + quantized
+        return family
 
     @classmethod
     def from_networks(cls, networks: InfiniteTalkNetworks, weights: str, *, warnings: list[str] | None = None) -> InfiniteTalkFamily:

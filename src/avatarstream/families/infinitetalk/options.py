@@ -9,12 +9,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from avatarstream.families.infinitetalk.presets import PRESETS
 from avatarstream.families.options import DTYPE_NAMES, FamilyOptions, Size, option, torch_dtype
+from avatarstream.families.quantization import quantize_modules_option, quantize_option
 
 if TYPE_CHECKING:  # the CLI reads these options to build its flags: torch loads only when a model does
     import torch
 
 DTYPES = DTYPE_NAMES
 FIDELITIES = ("streaming", "reference")
+#: What --quantize applies to unless --quantize-modules says otherwise: the DiT and UMT5 (CLIP, the VAE and wav2vec2 keep their precision).
+QUANTIZED_BY_DEFAULT = ("dit", "text_encoder")
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,8 @@ class InfiniteTalkOptions(FamilyOptions):
     base: Path | None = option(help="the Wan2.1-I2V-14B-480P (or -Diffusers) folder, if not under --weights", scope="load", metavar="DIR")
     adapter: Path | None = option(help="infinitetalk.safetensors (or its folder), if not under --weights", scope="load", metavar="PATH")
     audio_encoder: Path | None = option(help="the chinese-wav2vec2-base folder, if not under --weights", scope="load", metavar="DIR")
+    quantize: str | None = quantize_option()
+    quantize_modules: str | None = quantize_modules_option(QUANTIZED_BY_DEFAULT)
     preset: str | None = option(
         help="infinitetalk (81-frame chunks, 40 steps, guidance 5/4; the default) or flashtalk (33 frames, 4 steps, no guidance)",
         choices=tuple(PRESETS),

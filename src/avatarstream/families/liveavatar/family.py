@@ -27,10 +27,11 @@ from avatarstream.families.builtin import BUILTIN
 from avatarstream.families.liveavatar.layout import resolve
 from avatarstream.families.liveavatar.load_dit import DEFAULT_ALPHA
 from avatarstream.families.liveavatar.networks import LiveAvatarNetworks
-from avatarstream.families.liveavatar.options import LiveAvatarOptions
+from avatarstream.families.liveavatar.options import QUANTIZED_BY_DEFAULT, LiveAvatarOptions
 from avatarstream.families.liveavatar.presets import Preset, check_size, parse_offsets
 from avatarstream.families.liveavatar.sequence_parallel import split_dit
 from avatarstream.families.options import FamilyOptions
+from avatarstream.families.quantization import QUANTIZED_MARK, quantize_loaded
 from avatarstream.models.liveavatar.audio_features import FPS, SAMPLE_RATE
 from avatarstream.models.liveavatar.config import BLOCK_FRAMES, StreamGeometry
 from avatarstream.models.liveavatar.sampler import Schedule
@@ -83,11 +84,15 @@ class LiveAvatarFamily:
         options = options or LiveAvatarOptions()
         layout = resolve(root, base=options.base, lora=options.lora)
         alpha = options.lora_alpha if options.lora_alpha is not None else DEFAULT_ALPHA
-        dtype = options.torch_dtype(device or torch.device("cpu"))
-        networks = LiveAvatarNetworks.load(layout, dtype, alpha=alpha, merge=options.lora_mode != "unmerged")
+        device = device or torch.device("cpu")
+        networks = LiveAvatarNetworks.load(layout, options.torch_dtype(device), alpha=alpha, merge=options.lora_mode != "unmerged")
         random = random_mark(layout.lora)
         warnings = [RANDOM_WARNING.format(how=random)] if random is not None else []
-        return cls.from_networks(networks, f"{layout.base}, {layout.lora}", warnings=warnings)
+        family = cls.from_networks(networks, f"{layout.base}, {layout.lora}", warnings=warnings)
+        quantized = quantize_loaded(family.modules, options.quantize, options.quantize_modules, QUANTIZED_BY_DEFAULT, device)
+        if quantized is not None:
+            family.weights += QUANTIZED_MARK + quantized
+        return family
 
     @classmethod
     def from_networks(cls, networks: LiveAvatarNetworks, weights: str, *, warnings: list[str] | None = None) -> LiveAvatarFamily:
@@ -102,7 +107,7 @@ class LiveAvatarFamily:
         return cls(networks, modules, weights, warnings=list(warnings or []))
 
     def resolve_options(self, options: LiveAvatarOptions) -> Preset:
-        settings = Preset(**{k: v for k, v in options.with_preset(DEFAULT_PRESET).items() if k not in ("sink_offsets", "start_position")})
+        settings = Preset(**{k: v for k, v in options.with_preset(DEFAULT_PRESET).items() if k not in ("sink_offsets", "start_position", "kv_cache_dtype")})
         check_size(settings.size)
         if not math.isfinite(settings.audio_window_s) or settings.audio_window_s * self.fps < BLOCK_FRAMES * VAE_TEMPORAL_STRIDE:
             raise InputError(f"--audio-window must hold at least one block ({BLOCK_FRAMES * VAE_TEMPORAL_STRIDE / self.fps} s), got {settings.audio_window_s}")
@@ -139,11 +144,13 @@ class LiveAvatarFamily:
                 geometry,
                 start_position=options.start_position or 0,
                 offsets=parse_offsets(options.sink_offsets),
+                kv_storage=options.kv_storage_dtype(),
             ),
             LiveAvatarDecodeStage(m["vae"]),
         ]
         parallel: dict[str, list[object]] = {"steps": [steps], "sp": [SplitsSequence("dit", m["dit"].network, split_dit)]}  # its tokens split over sp ranks too
-        return PipelineSpec(stages, BlockPlan(BLOCK_FRAMES), self.fps, SAMPLE_RATE, settings.size, dataclasses.asdict(settings), FRAMES, parallel=parallel)
+        resolved = dataclasses.asdict(settings) | ({"kv_cache_dtype": options.kv_cache_dtype} if options.kv_cache_dtype else {})
+        return PipelineSpec(stages, BlockPlan(BLOCK_FRAMES), self.fps, SAMPLE_RATE, settings.size, resolved, FRAMES, parallel=parallel)
 
     def reference(self, path: Path | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> np.ndarray:
         """The reference image resized and centre-cropped to the output size."""

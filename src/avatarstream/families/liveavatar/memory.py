@@ -25,6 +25,8 @@ from avatarstream.weights.sizing import GIB, Configuration, Option
 #: Sizes the table lists (width, height), all multiples of 64; 704x384 is the preset.
 SIZES = ((704, 384), (832, 448), (1024, 576), (1280, 704))
 PRECISIONS = {"bf16": 2, "fp32": 4}
+#: Bytes of the scale fp8 caches keep per token and head (float32).
+FP8_SCALE_BYTES = 4
 #: wav2vec2-large-xlsr-53's sizes (24 layers of 1024).
 WAV2VEC2_LARGE: dict[str, Any] = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096}
 PRESET = PRESETS["liveavatar"]
@@ -32,11 +34,13 @@ PRESET = PRESETS["liveavatar"]
 SP = 2
 
 
-def kv_bytes(config: S2VConfig, size: tuple[int, int], bytes_per_value: int, steps: int = 4, cache_blocks: int = 4) -> tuple[int, int]:
-    """(all step caches, the sink) in bytes at ``size`` (width, height)."""
+def kv_bytes(config: S2VConfig, size: tuple[int, int], bytes_per_value: int, steps: int = 4, cache_blocks: int = 4, *, scaled: bool = False) -> tuple[int, int]:
+    """(all step caches, the sink) in bytes at ``size`` (width, height); ``scaled``: fp8 storage's float32 scale per token
+    and head on top (``--kv-cache-dtype fp8``, ``bytes_per_value`` 1)."""
     width, height = size
     geometry = StreamGeometry(height // VAE_SPATIAL_STRIDE, width // VAE_SPATIAL_STRIDE, cache_blocks)
-    per_row = 2 * config.num_layers * config.dim * bytes_per_value  # keys and values of every layer
+    scales = config.num_heads * FP8_SCALE_BYTES if scaled else 0
+    per_row = 2 * config.num_layers * (config.dim * bytes_per_value + scales)  # keys and values of every layer
     return steps * geometry.cache_rows * per_row, geometry.sink_tokens * per_row
 
 

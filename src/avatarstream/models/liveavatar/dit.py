@@ -136,13 +136,13 @@ class SelfAttention:
         q, k, v = attn.qkv(x)
         q = apply_rope(q, *self.rope)
         if isinstance(self.keep, SinkCache):  # prefill: store keys un-rotated, attend among the sink tokens
-            self.keep.k[self.layer], self.keep.v[self.layer] = k, v
+            self.keep.store(self.layer, k, v)
             return attn.o(attention(q, apply_rope(k, *self.rope), v))
         assert self.sink is not None and self.sink_rope is not None
         q, k, v = (self.heads.to_heads(t) for t in (q, apply_rope(k, *self.rope), v))
         keys, values = self.keep.write(self.layer, k, v)
-        sink_k = apply_rope(self.sink.k[self.layer], *self.sink_rope)
-        out = attention(q, torch.cat([keys, sink_k], dim=1), torch.cat([values, self.sink.v[self.layer]], dim=1))
+        sink_k = apply_rope(self.sink.keys(self.layer), *self.sink_rope)
+        out = attention(q, torch.cat([keys, sink_k], dim=1), torch.cat([values, self.sink.values(self.layer)], dim=1))
         return attn.o(self.heads.to_tokens(out.unflatten(-1, (q.shape[2], -1))).flatten(2))
 
 
@@ -253,11 +253,12 @@ class S2VDiT(nn.Module):
         return rope_cos_sin(positions, self.config.head_dim, self.config.rope_theta, device)
 
     @torch.no_grad()
-    def prefill_sink(self, ref_latents: torch.Tensor, motion_latents: torch.Tensor, context: torch.Tensor) -> SinkCache:
+    def prefill_sink(self, ref_latents: torch.Tensor, motion_latents: torch.Tensor, context: torch.Tensor, storage: torch.dtype | None = None) -> SinkCache:
         """The sink's keys/values: reference latent [B, C, 1, h, w] + motion latents [B, C, T, h, w] at timestep 0.
 
         ``context``: ``embed_text``'s output. The last layer's output is never
         used, so only its keys and values are computed. Every process computes it whole and keeps its heads.
+        ``storage``: the dtype the sink is stored in (None: the model's; ``float8_e4m3fn``: fp8 with scales).
         """
         ref = self.patch_embedding(ref_latents.to(self.dtype)).flatten(2).transpose(1, 2)
         motion = self.frame_packer(motion_latents.to(self.dtype))
@@ -267,13 +268,14 @@ class S2VDiT(nn.Module):
         rope = self._rope(Positions.cat([reference, motion_pos]), x.device)
         _, mod = self._time(torch.zeros(1, device=x.device))
         shape = (self.config.num_layers, x.shape[0], x.shape[1], self.config.num_heads, self.config.head_dim)
-        sink = SinkCache(x.new_empty(shape), x.new_empty(shape), reference, motion_pos)
+        sink = SinkCache.empty(shape, x.dtype, x.device, reference, motion_pos, storage)
         for i, block in enumerate(self.layers()):
             if i == self.config.num_layers - 1:
-                _, sink.k[i], sink.v[i] = block.self_attn.qkv(block.attention_input(x, block.modulations(mod[None])))
+                _, k, v = block.self_attn.qkv(block.attention_input(x, block.modulations(mod[None])))
+                sink.store(i, k, v)
                 break
             x = block(x, mod[None], context, SelfAttention(i, rope, sink))
-        sink.k, sink.v = self.heads.local(sink.k), self.heads.local(sink.v)
+        sink.keep_heads(self.heads.local)
         return sink
 
     @torch.no_grad()

@@ -67,9 +67,19 @@ class LiveAvatarBlockStage(Stage):
     writes = ("latents",)
 
     def __init__(
-        self, dit: Module, steps: SplitsSteps, schedule: Schedule, geometry: StreamGeometry, *, start_position: int = 0, offsets: Sequence[int] = ()
+        self,
+        dit: Module,
+        steps: SplitsSteps,
+        schedule: Schedule,
+        geometry: StreamGeometry,
+        *,
+        start_position: int = 0,
+        offsets: Sequence[int] = (),
+        kv_storage: torch.dtype | None = None,
     ) -> None:
+        """``kv_storage``: the dtype the caches and the sink are stored in (None: the DiT's; ``float8_e4m3fn``: fp8 with scales)."""
         self.dit = dit
+        self.kv_storage = kv_storage
         self.steps = steps  # all here, or this rank's one step of every block (--parallel steps=N)
         self.schedule = schedule
         self.geometry = geometry
@@ -84,8 +94,11 @@ class LiveAvatarBlockStage(Stage):
         c = dit.config
         rows = self.geometry.cache_rows
         mine = self.steps.mine(self.schedule.steps)  # the steps this rank runs hold a cache; the others' are empty
-        caches = [StepCache.empty(c.num_layers, 1, rows if i in mine else 0, dit.cache_heads, c.head_dim, dtype, device) for i in range(self.schedule.steps)]
-        sink = dit.prefill_sink(ctx["reference_latent"].to(device, dtype), ctx["motion_latents"].to(device, dtype), context)
+        caches = [
+            StepCache.empty(c.num_layers, 1, rows if i in mine else 0, dit.cache_heads, c.head_dim, dtype, device, self.kv_storage)
+            for i in range(self.schedule.steps)
+        ]
+        sink = dit.prefill_sink(ctx["reference_latent"].to(device, dtype), ctx["motion_latents"].to(device, dtype), context, self.kv_storage)
         return BlockState(context, caches, sink)
 
     def run(self, ctx: StageContext) -> None:
@@ -97,7 +110,7 @@ class LiveAvatarBlockStage(Stage):
             state = ctx.cache = self._start(ctx, dit, device, dtype)
             state.refreshed = chunk.index > 0  # a resumed session starts from the first sink and keeps it
         if not state.refreshed and chunk.index >= self.geometry.cache_blocks and state.first_latent is not None:
-            state.sink = dit.prefill_sink(state.first_latent.get(), ctx["motion_latents"].to(device, dtype), state.context)
+            state.sink = dit.prefill_sink(state.first_latent.get(), ctx["motion_latents"].to(device, dtype), state.context, self.kv_storage)
             state.first_latent, state.refreshed = None, True
         offsets = sink_offsets(ctx.seed, chunk.index, self.schedule.steps, self.offsets)
         position = self.start_position + chunk.window_start

@@ -1,0 +1,66 @@
+"""``--quantize`` and ``--quantize-modules``: the two load options a family declares to offer int8 and fp8 weights.
+
+Quantizing is a load option, like ``--dtype``: it changes the weights a process
+holds, once, for every pipeline built from them (a server's sessions share
+them), and it happens before any residency policy packs or moves them, so
+offloaded and streamed weights move in their quantized bytes. Which modules is
+the family's to say (its DiTs and text encoder by default); the user may name
+others. This module stays light: the CLI reads the options before torch loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from avatarstream.errors import InputError
+from avatarstream.families.options import option
+
+if TYPE_CHECKING:
+    import torch
+
+    from avatarstream.runtime.module import Module
+
+#: The modes ``runtime/quantize.py`` applies (a test holds the two lists equal).
+QUANTIZE_MODES = ("int8", "fp8")
+#: Between where a family's weights came from and how they are held, in its ``weights`` line (reports show it).
+QUANTIZED_MARK = "; quantized: "
+
+
+def quantize_option() -> Any:
+    """The ``quantize`` field of a family's options."""
+    return option(
+        help="hold the quantized modules' linear layers in fewer bytes (torchao, at load): int8 (weight-only) or fp8 (e4m3 weights; "
+        "fp8 matmuls on GPUs of compute capability 8.9 or later in bf16, weight-only elsewhere, the CPU included). Default: the "
+        "weights' own precision. Quality: docs/quantization.md",
+        choices=QUANTIZE_MODES,
+        scope="load",
+    )
+
+
+def quantize_modules_option(defaults: Sequence[str]) -> Any:
+    """The ``quantize_modules`` field, naming the family's default modules in its help."""
+    return option(help=f"the modules --quantize applies to, comma-separated ({','.join(defaults)})", scope="load", metavar="NAME,...")
+
+
+def chosen_modules(text: str | None, defaults: Sequence[str], modules: Mapping[str, Module]) -> list[str]:
+    """The module names ``--quantize-modules`` gives (the family's defaults when None), each one the model has."""
+    names = list(defaults) if text is None else [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise InputError("--quantize-modules names no module; give one or more of: " + ", ".join(modules))
+    unknown = [name for name in names if name not in modules]
+    if unknown:
+        raise InputError(f"--quantize-modules names {', '.join(unknown)}, which this model does not have; its modules are: {', '.join(modules)}")
+    return names
+
+
+def quantize_loaded(modules: Mapping[str, Module], mode: str | None, names: str | None, defaults: Sequence[str], device: torch.device) -> str | None:
+    """Quantize the chosen modules of a loaded family for ``device``; returns what was done, for the family's weights line
+    (None when ``mode`` is None: nothing is quantized and torchao is not imported)."""
+    if mode is None:
+        if names is not None:
+            raise InputError("--quantize-modules needs --quantize int8 or fp8")
+        return None
+    from avatarstream.runtime.quantize import quantize_network, summary
+
+    return summary({name: quantize_network(modules[name].network, mode, device, name) for name in chosen_modules(names, defaults, modules)})

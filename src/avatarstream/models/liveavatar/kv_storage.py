@@ -1,0 +1,52 @@
+"""How keys and values are stored in the KV caches and the sink: as computed, in another float dtype, or in fp8.
+
+fp8 is e4m3 (``float8_e4m3fn``) with one float32 scale per token and head:
+each head's vector of ``head_dim`` values is divided by its largest magnitude
+over 448 (e4m3's largest), so every vector uses the format's whole range. A
+cache then holds 1 byte per value plus 4 per token and head (1.03 bytes per
+value at the real head size of 128, against 2 in bf16). Values are
+dequantized to the compute dtype when a layer reads them; only that layer's
+share is ever held at full precision, for the length of its attention.
+
+The default stores what the model computes, in its dtype: writes and reads
+are plain indexing, exactly as before this choice existed.
+"""
+
+from __future__ import annotations
+
+import torch
+
+FP8 = torch.float8_e4m3fn
+#: e4m3's largest finite value.
+FP8_MAX = torch.finfo(FP8).max
+#: A scale never below this, so that an all-zero vector (an empty cache row) stays zero.
+SMALLEST_SCALE = 1e-12
+
+
+def empty(shape: tuple[int, ...], dtype: torch.dtype, storage: torch.dtype | None, device: torch.device) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Zeroed storage for values of ``dtype`` [..., heads, head_dim], and the fp8 scales [..., heads, 1] (None otherwise)."""
+    stored = storage or dtype
+    data = torch.zeros(shape, dtype=stored, device=device)
+    return data, torch.zeros((*shape[:-1], 1), dtype=torch.float32, device=device) if stored == FP8 else None
+
+
+def put(data: torch.Tensor, scale: torch.Tensor | None, index: tuple[int | slice, ...], values: torch.Tensor) -> None:
+    """Store ``values`` at ``data[index]`` (and their scales at ``scale[index]`` in fp8)."""
+    if scale is None:
+        data[index] = values
+        return
+    amax = values.abs().amax(dim=-1, keepdim=True).float()
+    step = (amax / FP8_MAX).clamp(min=SMALLEST_SCALE)
+    data[index] = (values.float() / step).to(FP8)
+    scale[index] = step
+
+
+def get(data: torch.Tensor, scale: torch.Tensor | None, index: tuple[int | slice, ...], dtype: torch.dtype) -> torch.Tensor:
+    """``data[index]`` in ``dtype``: a view when stored as computed, a dequantized copy otherwise."""
+    if scale is None:
+        return data[index].to(dtype)
+    return (data[index].float() * scale[index]).to(dtype)
+
+
+def nbytes(*tensors: torch.Tensor | None) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors if t is not None)
