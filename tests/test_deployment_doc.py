@@ -3,6 +3,7 @@ FlashTalk conversion script."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -20,12 +21,13 @@ from safetensors.torch import load_file, save_file
 from avatarstream.errors import InputError
 from avatarstream.families import sizing
 from avatarstream.families.infinitetalk.layout import WeightsLayout
-from avatarstream.families.infinitetalk.memory import loading_peak_gib, policy_table, real_weight_counts
+from avatarstream.families.infinitetalk.memory import NetworkBytes, loading_peak_gib, policy_table, real_weight_counts
 from avatarstream.families.infinitetalk.presets import PRESETS, check_geometry
 from avatarstream.families.infinitetalk.tiny import write_tiny_checkpoint
 from avatarstream.families.liveavatar import memory as liveavatar_memory
+from avatarstream.families.liveavatar.memory import kv_bytes, quantized_weight_bytes
 from avatarstream.families.liveavatar.sequence_parallel import check_split
-from avatarstream.families.registry import load_family
+from avatarstream.families.registry import load_family, options_class
 from avatarstream.models.infinitetalk.config import InfiniteTalkConfig
 from avatarstream.models.infinitetalk.sampler import Guidance
 from avatarstream.models.liveavatar.config import S2VConfig
@@ -160,18 +162,60 @@ def test_more_gpus_at_the_same_residency_hold_no_more_per_gpu() -> None:
             assert needs == sorted(needs, reverse=True), (configuration.name, residency)
 
 
+def _takes_flags(model: str, flags: str) -> None:
+    """The model's own options in a sizing command parse and pass the family's checks."""
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    options_class(model).add_arguments(parser.add_argument_group())
+    options_class(model).from_namespace(parser.parse_args(shlex.split(flags)))
+
+
 def test_every_sizing_option_is_a_layout_and_residency_the_model_takes(tiny_original: WeightsLayout, tiny_liveavatar: Path) -> None:
-    it, *la = sizing.configurations()
+    configurations = sizing.configurations()
     modules = load_family("infinitetalk", tiny_original.base.parent).modules
-    for option in it.options:  # every preset takes each layout (the runtime's own checks)
+    for option in (o for c in configurations if c.family == "infinitetalk" for o in c.options):  # every preset takes each layout
         assert all(_refusal(preset, option.gpus, option.parallel) is None for preset in PRESETS if option.parallel), option.command
         parse_residency(option.residency, modules)
+        _takes_flags("infinitetalk", option.flags)
     heads, modules = S2VConfig.real().num_heads, load_family("liveavatar", tiny_liveavatar).modules
-    for option in (o for c in la for o in c.options):
+    for option in (o for c in configurations if c.family == "liveavatar" for o in c.options):
         layout = parse_parallel(option.parallel, option.gpus)
         assert layout.processes == option.gpus and layout.steps in (1, liveavatar_memory.PRESET.steps), option.command
         check_split(heads, layout.sp)
         parse_residency(option.residency, modules)
+        _takes_flags("liveavatar", option.flags)
+
+
+def test_quantized_ways_hold_less_and_shard_nothing() -> None:
+    """Each quantized configuration holds less than bf16 for every command they share; quantized weights are never sharded."""
+    configurations = sizing.configurations()
+    plain = {(c.family, c.name, o.command): o.need_gib for c in configurations if c.weights == "bf16" for o in c.options}
+    quantized = [(c, o) for c in configurations if c.weights != "bf16" for o in c.options]
+    assert {c.weights for c, _ in quantized} >= {"int8 (DiT and UMT5)", "fp8 (DiT and umT5), fp8 KV caches"}
+    for configuration, option in quantized:
+        assert "sharded" not in option.residency and option.flags.startswith("--quantize "), option.command
+        unquantized = option.command.replace(" " + option.flags, "")
+        assert option.need_gib < plain[(configuration.family, configuration.name, unquantized)], option.command
+
+
+def test_the_quantized_figures_the_page_quotes() -> None:
+    prose = TEXT[TEXT.index("<!-- /sizing -->") :].split("\n## ")[0]
+    options = {(c.family, c.weights, c.name, o.command): o.need_gib for c in sizing.configurations() for o in c.options}
+    it, la = "`infinitetalk`, either preset", "`liveavatar` 704x384 (the preset)"
+    resident = options[("infinitetalk", "int8 (DiT and UMT5)", it, "--residency default=resident --quantize int8")]
+    streamed = options[("infinitetalk", "fp8 (DiT and UMT5)", it, "--residency dit=streamed:2 --quantize fp8")]
+    assert f"({resident:.1f} GiB with `--quantize int8` or `fp8`)" in prose and f"streamed DiT ({streamed:.1f} GiB)" in prose
+    it_dit = NetworkBytes.quantized(real_weight_counts(), "int8").dit / GIB
+    assert f"Its DiT is {it_dit:.1f} GiB in int8 instead of {real_weight_counts().dit * 2 / GIB:.1f} GiB" in prose
+    int8 = options[("liveavatar", "int8 (DiT and umT5), bf16 KV caches", la, "--residency default=resident --quantize int8")]
+    fp8 = "--quantize fp8 --kv-cache-dtype fp8"
+    fp8_weights = "fp8 (DiT and umT5), fp8 KV caches"
+    resident_fp8 = options[("liveavatar", fp8_weights, la, f"--residency default=resident {fp8}")]
+    offloaded_fp8 = options[("liveavatar", fp8_weights, la, f"--residency text_encoder=offloaded {fp8}")]
+    assert f"({int8:.1f} GiB resident in int8, {resident_fp8:.1f} GiB in fp8" in prose and f"umT5 offloaded ({offloaded_fp8:.1f} GiB)" in prose
+    config = S2VConfig.real()
+    bf16_caches, fp8_caches = kv_bytes(config, (704, 384), 2)[0] / GIB, kv_bytes(config, (704, 384), 1, scaled=True)[0] / GIB
+    assert f"{bf16_caches:.1f} GiB in bf16 and {fp8_caches:.1f} GiB in fp8" in prose
+    assert f"the whole DiT ({quantized_weight_bytes('fp8')[0] / GIB:.1f} GiB in fp8)" in prose
 
 
 def test_the_download_sizes_are_the_counts() -> None:

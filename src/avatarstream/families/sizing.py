@@ -11,11 +11,18 @@ from avatarstream.models.liveavatar.config import S2VConfig
 from avatarstream.weights import sizing
 from avatarstream.weights.sizing import Configuration
 
+#: The ``--quantize`` modes the tables size beside bf16 (LiveAvatar's fp8 with fp8 KV caches too).
+MODES = ("int8", "fp8")
+
 
 def configurations() -> list[Configuration]:
-    """InfiniteTalk (its presets share the weights), then LiveAvatar at the sizes of its memory table."""
-    config, counts = S2VConfig.real(), liveavatar.real_weight_counts()
-    return [infinitetalk.sizing(infinitetalk.real_weight_counts()), *(liveavatar.sizing(config, counts, size) for size in liveavatar.SIZES)]
+    """InfiniteTalk (its presets share the weights), then LiveAvatar at the sizes of its memory table, in bf16; then the
+    same quantized, mode by mode."""
+    config, counts, it_counts = S2VConfig.real(), liveavatar.real_weight_counts(), infinitetalk.real_weight_counts()
+    found = []
+    for mode in (None, *MODES):
+        found += [infinitetalk.sizing(it_counts, mode=mode), *(liveavatar.sizing(config, counts, size, mode=mode) for size in liveavatar.SIZES)]
+    return found
 
 
 def markdown() -> str:

@@ -97,18 +97,18 @@ def is_quantized(t: torch.Tensor) -> bool:
     return bool(is_traceable_wrapper_subclass(t))
 
 
-def network_bytes(network: nn.Module) -> int:
-    """Bytes of ``network``'s parameters and buffers as held: quantized weights count their data and scales."""
-    return sum(held_bytes(t) for t in (*network.parameters(), *network.buffers()))
+def parameter_bytes(network: nn.Module) -> int:
+    """Bytes of ``network``'s parameters as held: a quantized weight counts its data and scales."""
+    return sum(held_bytes(p) for p in network.parameters())
 
 
 def quantized_bytes(network: nn.Module, mode: str | None, dtype: torch.dtype) -> int:
-    """Bytes of ``network`` (built on the meta device) with its parameters in ``dtype`` and its linear layers quantized by
-    ``mode`` (None: not quantized), as torchao lays them out. The memory models count with this."""
-    network = network.to(dtype)
+    """Bytes of the parameters of ``network`` (built on the meta device; changed in place) in ``dtype``, its linear layers
+    quantized by ``mode`` (None: not quantized) as torchao lays them out. The memory models count with this."""
+    network.to(dtype)
     if mode is not None:
         _apply(network, Quantization(mode))  # fp8 with fp8 matmuls holds the same bytes as weight-only fp8
-    return network_bytes(network)
+    return parameter_bytes(network)
 
 
 def summary(quantized: dict[str, Quantization]) -> str:

@@ -56,6 +56,7 @@ class Option:
     caches: tuple[Part, ...] = ()
     visits: tuple[Part, ...] = ()
     note: str = ""
+    flags: str = ""  # the model's own options this way needs (how its weights and caches are held), "" for none
 
     @property
     def at_start_gib(self) -> float:
@@ -73,7 +74,7 @@ class Option:
     @property
     def command(self) -> str:
         layout = f"--nproc {self.gpus} --parallel {self.parallel} " if self.parallel else ""
-        return f"{layout}--residency {self.residency}"
+        return f"{layout}--residency {self.residency}" + (f" {self.flags}" if self.flags else "")
 
     def arithmetic(self) -> str:
         """``DiT 35.2 + text encoder 10.6 = **45.8**``, and the session start when a visiting network makes it the peak."""
@@ -86,11 +87,13 @@ class Option:
 
 @dataclass(frozen=True)
 class Configuration:
-    """A model at one setting (a preset, a size) and its ways to run, most preferred first."""
+    """A model at one setting (a preset, a size) with its weights (and caches) held one way, and its ways to run, most
+    preferred first. ``weights``: how they are held, as the tables say it (``bf16``, ``int8``, ...)."""
 
     family: str
     name: str
     options: tuple[Option, ...]
+    weights: str = "bf16"
 
 
 def verdict(option: Option, gpu: GpuClass) -> str:
@@ -117,11 +120,13 @@ def _cell(options: Sequence[Option], gpu: GpuClass, *, several: bool) -> str:
 
 def answer_table(configurations: Sequence[Configuration]) -> str:
     """Per configuration and class of GPU: what to run on one GPU and on several."""
-    lines = ["| model | GPU class (torch's total) | one GPU | several GPUs |", "|---|---|---|---|"]
-    for configuration in configurations:
+    lines = ["| model | weights | GPU class (torch's total) | one GPU | several GPUs |", "|---|---|---|---|---|"]
+    names = list(dict.fromkeys(c.name for c in configurations))
+    for configuration in sorted(configurations, key=lambda c: names.index(c.name)):  # a model's ways to hold its weights together
         for gpu in GPU_CLASSES:
             cells = (_cell(configuration.options, gpu, several=several) for several in (False, True))
-            lines.append(f"| {configuration.name} | {gpu.name} ({gpu.capacity_gib:.1f} GiB) | " + " | ".join(cells) + " |")
+            row = f"| {configuration.name} | {configuration.weights} | {gpu.name} ({gpu.capacity_gib:.1f} GiB) | "
+            lines.append(row + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -150,6 +155,6 @@ def classes_table() -> str:
 def markdown(configurations: Sequence[Configuration]) -> str:
     """The sizing block of docs/deployment.md: the classes, the answer, then each family's options with their arithmetic."""
     parts = [classes_table(), answer_table(configurations)]
-    for family, group in groupby(configurations, key=lambda c: c.family):
-        parts.append(f"`{family}`, GiB on each GPU (computed):\n\n" + options_table(list(group)))
+    for (family, weights), group in groupby(configurations, key=lambda c: (c.family, c.weights)):
+        parts.append(f"`{family}`, {weights}, GiB on each GPU (computed):\n\n" + options_table(list(group)))
     return "\n\n".join(parts)

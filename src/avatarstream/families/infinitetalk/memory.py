@@ -8,7 +8,9 @@ chunk length (the GPU benchmark measures them).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 from transformers import CLIPVisionModel, UMT5EncoderModel, Wav2Vec2Config, Wav2Vec2Model
@@ -18,6 +20,7 @@ from avatarstream.components.wan.vae import build_vae
 from avatarstream.models.infinitetalk.config import InfiniteTalkConfig
 from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT, is_adapter_key
 from avatarstream.models.infinitetalk.image_encoder import clip_vision_config
+from avatarstream.runtime.quantize import parameter_bytes, quantized_bytes
 from avatarstream.weights.sizing import GIB, Configuration, Option
 
 #: Shards of the original Wan2.1-I2V-14B download (float32 on disk).
@@ -65,6 +68,8 @@ def real_weight_counts(config: InfiniteTalkConfig | None = None) -> WeightCounts
 
 
 FLOAT32 = 4  # bytes per parameter
+#: How the sizing table names the weights of each ``--quantize`` mode (None: as loaded on CUDA).
+WEIGHTS: dict[str | None, str] = {None: "bf16", "int8": "int8 (DiT and UMT5)", "fp8": "fp8 (DiT and UMT5)"}
 #: Processes the sizing table shards the DiT over (sp layouts every preset takes: 40 heads, 9 latent frames or more).
 SHARDED_GPUS = (2, 4, 8)
 STREAMED_NOTE = "copies the DiT over PCIe on every forward: slow (below)"
@@ -90,9 +95,29 @@ class NetworkBytes:
             counts.text_encoder * b, counts.image_encoder * b,
         )  # fmt: skip
 
+    @classmethod
+    def quantized(cls, counts: WeightCounts, mode: str) -> NetworkBytes:
+        """bf16 bytes with the DiT and the text encoder as ``--quantize mode`` holds them (their linear layers in int8 or fp8
+        and a scale per row)."""
+        dit, block, outside, text = quantized_parts(mode)
+        return dataclasses.replace(cls.of(counts, 2), dit=dit, block=block, outside=outside, text=text)
+
     @property
     def others(self) -> int:
         return self.vae + self.audio + self.text + self.image
+
+
+@lru_cache
+def quantized_parts(mode: str) -> tuple[int, int, int, int]:
+    """Bytes of the real DiT, one of its blocks, the rest of it, and UMT5, in bf16 with their linear layers quantized by
+    ``mode`` (built on the meta device and quantized by torchao there)."""
+    config = InfiniteTalkConfig.real()
+    with torch.device("meta"):
+        dit = InfiniteTalkDiT(config.dit, config.adapter)
+        text = UMT5EncoderModel(umt5_config())
+    total = quantized_bytes(dit, mode, torch.bfloat16)
+    block = parameter_bytes(dit.blocks[0])
+    return total, block, total - block * len(dit.blocks), quantized_bytes(text, mode, torch.bfloat16)
 
 
 def policy_table(counts: WeightCounts, bytes_per_param: int, gpus: int = 8) -> list[tuple[str, float, float]]:
@@ -117,18 +142,24 @@ def policy_table(counts: WeightCounts, bytes_per_param: int, gpus: int = 8) -> l
     return [(name, device / GIB, host / GIB) for name, device, host in rows]
 
 
-def sizing(counts: WeightCounts, bytes_per_param: int = 2) -> Configuration:
+def sizing(counts: WeightCounts, bytes_per_param: int = 2, mode: str | None = None) -> Configuration:
     """The ways to run the model for the sizing table, most preferred first: the same weights for either preset.
 
     The text encoder stays resident in all of them: offloaded, it visits at every session start while the DiT is on
-    the device, so it lowers what the chunk loop holds but never the peak.
+    the device, so it lowers what the chunk loop holds but never the peak. ``mode``: ``--quantize``'s (the DiT and the
+    text encoder in bf16 otherwise); quantized weights cannot be sharded, so those ways are left out then.
     """
-    s = NetworkBytes.of(counts, bytes_per_param)
+    s = NetworkBytes.of(counts, bytes_per_param) if mode is None else NetworkBytes.quantized(counts, mode)
     rest = (("text encoder", s.text / GIB), ("image encoder, VAE, audio encoder", (s.image + s.vae + s.audio) / GIB))
+    flags = f"--quantize {mode}" if mode else ""
 
     def option(gpus: int, parallel: str, residency: str, dit: str, dit_bytes: float, note: str = "") -> Option:
-        return Option(gpus, parallel, residency, ((dit, dit_bytes / GIB), *rest), note=note)
+        return Option(gpus, parallel, residency, ((dit, dit_bytes / GIB), *rest), note=note, flags=flags)
 
+    sharded = () if mode else tuple(
+        option(n, f"sp={n}", "dit=sharded", f"DiT shard 1/{n} + 2 gathered blocks", s.dit / n + 2 * s.block, "sharded over the sp group")
+        for n in SHARDED_GPUS
+    )  # fmt: skip
     return Configuration(
         "infinitetalk",
         "`infinitetalk`, either preset",
@@ -136,11 +167,9 @@ def sizing(counts: WeightCounts, bytes_per_param: int = 2) -> Configuration:
             option(1, "", "default=resident", "DiT", s.dit),
             option(1, "", "dit=streamed:2", "DiT outside its blocks + 2 block slots", s.outside + 2 * s.block, STREAMED_NOTE),
             option(2, "sp=2", "default=resident", "DiT", s.dit, "or any layout of section 3: every GPU holds the whole model"),
-            *(
-                option(n, f"sp={n}", "dit=sharded", f"DiT shard 1/{n} + 2 gathered blocks", s.dit / n + 2 * s.block, "sharded over the sp group")
-                for n in SHARDED_GPUS
-            ),
+            *sharded,
         ),
+        WEIGHTS[mode],
     )
 
 

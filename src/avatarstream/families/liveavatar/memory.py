@@ -10,6 +10,7 @@ stream. Activations come on top (the GPU benchmark measures the peak).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -20,6 +21,7 @@ from avatarstream.components.wan.text_encoder import umt5_config
 from avatarstream.components.wan.vae import build_vae
 from avatarstream.families.liveavatar.presets import PRESETS, Preset
 from avatarstream.models.liveavatar.config import S2VConfig, StreamGeometry
+from avatarstream.runtime.quantize import quantized_bytes
 from avatarstream.weights.sizing import GIB, Configuration, Option
 
 #: Sizes the table lists (width, height), all multiples of 64; 704x384 is the preset.
@@ -27,6 +29,8 @@ SIZES = ((704, 384), (832, 448), (1024, 576), (1280, 704))
 PRECISIONS = {"bf16": 2, "fp32": 4}
 #: Bytes of the scale fp8 caches keep per token and head (float32).
 FP8_SCALE_BYTES = 4
+#: How the sizing table names the weights and caches of each ``--quantize`` mode (None: bf16 as loaded on CUDA).
+WEIGHTS: dict[str | None, str] = {None: "bf16", "int8": "int8 (DiT and umT5), bf16 KV caches", "fp8": "fp8 (DiT and umT5), fp8 KV caches"}
 #: wav2vec2-large-xlsr-53's sizes (24 layers of 1024).
 WAV2VEC2_LARGE: dict[str, Any] = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096}
 PRESET = PRESETS["liveavatar"]
@@ -76,18 +80,35 @@ def sink_peak(sink: float, sp: int) -> float:
     return held + sink + (held if sp > 1 else 0)
 
 
-def sizing(config: S2VConfig, counts: WeightCounts, size: tuple[int, int], bytes_per_value: int = 2, preset: Preset = PRESET) -> Configuration:
+@lru_cache
+def quantized_weight_bytes(mode: str) -> tuple[int, int]:
+    """Bytes of the real DiT and umT5 as ``--quantize mode`` holds them (bf16, their linear layers in int8 or fp8 with a
+    scale per row; built on the meta device and quantized by torchao there)."""
+    from avatarstream.models.liveavatar.dit import S2VDiT
+
+    with torch.device("meta"):
+        dit, umt5 = S2VDiT(S2VConfig.real()), UMT5EncoderModel(umt5_config())
+    return quantized_bytes(dit, mode, torch.bfloat16), quantized_bytes(umt5, mode, torch.bfloat16)
+
+
+def sizing(
+    config: S2VConfig, counts: WeightCounts, size: tuple[int, int], bytes_per_value: int = 2, preset: Preset = PRESET, mode: str | None = None
+) -> Configuration:
     """The ways to run the model at ``size`` for the sizing table, fewest GPUs first, umT5 resident before offloaded.
 
     Every process holds the whole DiT, VAE and wav2vec2 (``sp`` and ``steps`` split the work, not the weights); a rank
     holds the step caches of the steps it runs, for its heads, and the sink for its heads. The text encoder runs once
     per session before any cache exists, so offloading it takes its weights out of the chunk loop's peak. The streamed
     and sharded policies are left out: the sink prefill calls the last block's projections outside the block's forward,
-    where neither policy brings its weights in.
+    where neither policy brings its weights in. ``mode``: ``--quantize``'s for the DiT and umT5 (bf16 otherwise);
+    ``fp8`` comes with fp8 KV caches and sink (``--kv-cache-dtype fp8``).
     """
     b, steps = bytes_per_value, preset.steps
-    caches, sink = kv_bytes(config, size, b, steps, preset.cache_blocks)
-    networks, umt5 = (counts.dit + counts.vae + counts.audio_encoder) * b / GIB, counts.text_encoder * b / GIB
+    fp8_caches = mode == "fp8"
+    caches, sink = kv_bytes(config, size, 1 if fp8_caches else b, steps, preset.cache_blocks, scaled=fp8_caches)
+    dit, text = quantized_weight_bytes(mode) if mode else (counts.dit * b, counts.text_encoder * b)
+    networks, umt5 = (dit + (counts.vae + counts.audio_encoder) * b) / GIB, text / GIB
+    flags = f"--quantize {mode}" + (" --kv-cache-dtype fp8" if fp8_caches else "") if mode else ""
     options = []
     for gpus, parallel, mine, sp in (
         (1, "", steps, 1),
@@ -100,10 +121,10 @@ def sizing(config: S2VConfig, counts: WeightCounts, size: tuple[int, int], bytes
             (f"{mine} step cache{'s' if mine > 1 else ''}{heads}", mine * caches / steps / sp / GIB),
             ("sink, old and new at its refresh", sink_peak(sink / GIB, sp)),
         )
-        options.append(Option(gpus, parallel, "default=resident", (("DiT, VAE, wav2vec2, umT5", networks + umt5),), held))
-        options.append(Option(gpus, parallel, "text_encoder=offloaded", (("DiT, VAE, wav2vec2", networks),), held, (("umT5", umt5),)))
+        options.append(Option(gpus, parallel, "default=resident", (("DiT, VAE, wav2vec2, umT5", networks + umt5),), held, flags=flags))
+        options.append(Option(gpus, parallel, "text_encoder=offloaded", (("DiT, VAE, wav2vec2", networks),), held, (("umT5", umt5),), flags=flags))
     name = f"`liveavatar` {size[0]}x{size[1]}" + (" (the preset)" if size == preset.size else "")
-    return Configuration("liveavatar", name, tuple(options))
+    return Configuration("liveavatar", name, tuple(options), WEIGHTS[mode])
 
 
 def markdown(config: S2VConfig, counts: WeightCounts) -> str:
