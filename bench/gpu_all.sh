@@ -10,10 +10,13 @@
 #                                    --sync-debug warn: what made the host wait in the steady state, by line
 #   3 liveavatar            (120 s)  LiveAvatar at real size (bench/liveavatar_gpu.sh): 14B random bf16 at 704x384,
 #                                    fps, time to first frame, KV-cache memory; --sync-debug warn as part 2
-#   4 infinitetalk-compiled (130 s)  the same with --compile (resident, 832x480): compile time apart, steady fps
-#   5 runtime               (100 s)  bench/gpu_check.py (pinned vs pageable H2D, streamed vs resident, stage switch time
+#   4 fp8                   (200 s)  each family at real size, bf16 against --quantize fp8 (LiveAvatar: and --kv-cache-dtype
+#                                    fp8), the same 2 s render twice (families/fp8_gpu_bench.py): fps, time to first
+#                                    frame, peak GPU memory, weight bytes, PSNR between the two videos
+#   5 infinitetalk-compiled (130 s)  the same with --compile (resident, 832x480): compile time apart, steady fps
+#   6 runtime               (100 s)  bench/gpu_check.py (pinned vs pageable H2D, streamed vs resident, stage switch time
 #                                    per policy) and `bench --scenario overlap` on the demo model
-#   6 parallel              (rest)   bench/gpu_parallel.sh, only with more than one GPU
+#   7 parallel              (rest)   bench/gpu_parallel.sh, only with more than one GPU
 # Results: bench/results/<date>-<gpu>/ with README.md (a table of the parts, then the scenarios of the family GPU
 # benchmarks: InfiniteTalk eager and compiled, LiveAvatar), one folder and one log per part, parts.tsv.
 #   bench/gpu_all.sh                       # on the GPU machine (carry .whl/ from bench/fetch_gpu_wheels.sh)
@@ -96,6 +99,15 @@ if [ "$DRY" = 1 ]; then
     --sync-debug warn
 else
   part liveavatar 120 bench/liveavatar_gpu.sh --out "$OUT/liveavatar" --budget-s 60 --sync-debug warn
+fi
+
+FP8="'$PYTHON' -m avatarstream.families.fp8_gpu_bench"
+if [ "$DRY" = 1 ]; then
+  part fp8 $DRY_BUDGET bash -c "$FP8 --family liveavatar --tiny --device cpu --threads 1 --out '$OUT/fp8/liveavatar' && \
+    $FP8 --family infinitetalk --tiny --device cpu --threads 1 --out '$OUT/fp8/infinitetalk'"
+else
+  part fp8 200 bash -c "timeout --kill-after=10 110 $FP8 --family liveavatar --out '$OUT/fp8/liveavatar' --budget-s 70; \
+    timeout --kill-after=10 85 $FP8 --family infinitetalk --out '$OUT/fp8/infinitetalk' --budget-s 50"
 fi
 
 if [ "$DRY" = 1 ]; then

@@ -3,13 +3,14 @@ no time left skips the rest and still writes it."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench/gpu_all.sh"
-PARTS = ["streams", "infinitetalk-eager", "liveavatar", "infinitetalk-compiled", "runtime", "parallel"]
+PARTS = ["streams", "infinitetalk-eager", "liveavatar", "fp8", "infinitetalk-compiled", "runtime", "parallel"]
 
 
 def _dry_run(out: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -26,7 +27,7 @@ def test_dry_run_runs_every_part_and_writes_the_table(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = _rows(tmp_path)
     assert list(rows) == PARTS  # most informative first
-    for part in ("streams", "infinitetalk-eager", "infinitetalk-compiled", "runtime"):
+    for part in ("streams", "infinitetalk-eager", "fp8", "infinitetalk-compiled", "runtime"):
         assert rows[part][1] == "ok", (part, rows[part], (tmp_path / f"{part}.log").read_text()[-2000:])
     assert rows["parallel"][1] == "skipped" and "more than one GPU" in rows["parallel"][4]
     assert rows["liveavatar"][1] == "ok"
@@ -36,6 +37,12 @@ def test_dry_run_runs_every_part_and_writes_the_table(tmp_path: Path) -> None:
     assert "| infinitetalk-compiled | flashtalk 64x48 resident | ok |" in readme
     for result in ("streams/streams.json", "infinitetalk-eager/infinitetalk-gpu.json", "runtime/gpu_check.json", "runtime/overlap.json"):
         assert (tmp_path / result).is_file(), result
+    for family in ("liveavatar", "infinitetalk"):  # bf16 against fp8: both rendered, the weights smaller, the videos compared
+        fp8 = json.loads((tmp_path / "fp8" / family / "fp8-gpu.json").read_text())
+        assert fp8["bf16"]["status"] == fp8["fp8"]["status"] == "ok" and fp8["bf16"]["frames"] == fp8["fp8"]["frames"] > 0, fp8
+        assert fp8["fp8"]["weight_bytes"]["dit"] < fp8["bf16"]["weight_bytes"]["dit"] and fp8["quantized"].startswith("fp8 weights"), fp8
+        assert 20 < fp8["psnr_db"] < 100, fp8  # close, not identical: the tiny random weights' distance
+    assert fp8["fp8"]["options"] == {**fp8["options"]} and "kv_cache_dtype" not in fp8["fp8"]["options"]  # InfiniteTalk keeps no KV cache
 
 
 def test_no_time_left_skips_the_rest_and_still_writes_the_table(tmp_path: Path) -> None:
