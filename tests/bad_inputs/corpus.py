@@ -190,6 +190,33 @@ def _codec_tag(tag: int) -> bytes:
     return data[:20] + tag.to_bytes(2, "little") + data[22:]
 
 
+def _with_list(info: bytes, claim: int | None = None) -> bytes:
+    """A 16-bit WAV with a LIST INFO chunk holding ``info`` before its samples; ``claim``: the size its header says."""
+    import struct
+
+    data = mk.wav_bytes(mk.tone())
+    at = data.index(b"data")
+    out = data[:at] + b"LIST" + struct.pack("<I", len(info) + 4 if claim is None else claim) + b"INFO" + info + data[at:]
+    return out[:4] + struct.pack("<I", len(out) - 8) + out[8:]
+
+
+LIST_4GIB = _with_list(b"ISFT\x00\x00\x00\x40ok", claim=0xFFFFFFFF)  # its entry claims 1 GiB: FFmpeg allocated that much
+NOT_UTF8_TAG = _with_list(b"ISFT\x04\x00\x00\x00ok\xb1!")
+
+
+def _tiff_offsets_as_text(tmp: Path) -> Path:
+    """A TIFF whose strip offsets are typed as text (ASCII), not as a number."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (40, 36)).save(buffer, format="TIFF")
+    data = buffer.getvalue()
+    at = data.index(b"\x11\x01\x04\x00\x01\x00\x00\x00")  # StripOffsets: one LONG
+    return mk.write(tmp, "face.tif", data[: at + 2] + b"\x02\x00" + data[at + 4 :])
+
+
 def _bad_pickle(path: Path) -> None:
     """Rewrite the torch checkpoint at ``path`` with a pickle that stops on an empty stack (its tensors left as they are)."""
     import io
@@ -227,6 +254,10 @@ CLI: list[Case] = [
     Case(
         "audio-wav-no-decoder", "cli", audio(lambda t: mk.write(t, "odd.wav", _codec_tag(0x1234))), 2, ("no decoder for its audio codec", *AUDIO_WORDS)
     ),  # fuzzer
+    Case(
+        "audio-wav-list-claims-4gib", "cli", audio(lambda t: mk.write(t, "list.wav", LIST_4GIB)), 2, ("'LIST' chunk claims 4294967295 bytes", *AUDIO_WORDS)
+    ),  # fuzzer
+    Case("audio-wav-tag-not-utf8", "cli", audio(lambda t: mk.write(t, "tag.wav", NOT_UTF8_TAG)), 0, (), accepted=True),  # fuzzer: a traceback before
     Case("audio-wav-data-cut", "cli", audio(mk.wav_data_cut), 0, (), accepted=True),  # the half that is there plays, as in any player
     Case("audio-header-claims-10h", "cli", audio(mk.wav_claims_hours), 0, (), accepted=True),  # the tiny real length renders; nothing sized by the claim
     Case("audio-8-channels", "cli", audio(lambda t: mk.wav_channels(t, 8)), 0, (), accepted=True),  # downmixed to mono
@@ -244,6 +275,9 @@ CLI: list[Case] = [
     Case("ref-a-folder", "cli", reference(mk.directory), 2, ("cannot read reference", "Is a directory")),
     Case("ref-and-avatar", "cli", render("--avatar", "1", "--reference", mk.png_file), 2, ("either --reference IMAGE or --avatar SEED, not both",)),
     Case("ref-avatar-negative", "cli", render("--avatar", "-1"), 2, ("--avatar must be at least 0, got -1",)),
+    Case(
+        "ref-tiff-offsets-as-text", "cli", reference(_tiff_offsets_as_text), 2, ("cannot read reference", "cannot be interpreted as an integer", "PNG or JPEG")
+    ),
     Case("ref-cmyk-jpeg", "cli", reference(mk.cmyk_jpeg), 0, (), accepted=True),  # converted to RGB
     Case("ref-animated-gif", "cli", reference(mk.animated_gif), 0, (), accepted=True),  # its first frame
     Case("ref-png-named-txt", "cli", reference(lambda t: mk.png_file(t, "face.txt")), 0, (), accepted=True),  # content decides
@@ -326,6 +360,13 @@ CLI: list[Case] = [
         infinitetalk(lambda r: _bad_pickle(r / BASE / "Wan2.1_VAE.pth")),
         2,
         ("cannot read", "Wan2.1_VAE.pth weights-only: pop from empty list", "holds only tensors"),
+    ),
+    Case(
+        "weights-it-index-shard-name-newline",
+        "cli",
+        infinitetalk(dit_index(weight_map={"blocks.0.ffn.0.weight": "a\nb.safetensors"})),
+        2,
+        ("names shard 'a\\nb.safetensors', not a file name",),
     ),
     Case("weights-it-wav2vec2-dropout-5", "cli", infinitetalk(w2v_config(activation_dropout=5.1)), 2, ("cannot be built", "dropout probability", "5.1")),
     Case("weights-it-wav2vec2-norm-unknown", "cli", infinitetalk(w2v_config(feat_extract_norm="batch")), 2, ("cannot be built", "feat_extract_norm")),
@@ -531,6 +572,13 @@ HTTP: list[Case] = [
         lambda t: Request("POST", "/sessions/{sid}/audio", {"content": _codec_tag(0x1234), "headers": WAV}),
         422,
         ("cannot read audio the uploaded audio", "no decoder for its audio codec"),
+    ),
+    Case(
+        "http-audio-list-claims-4gib",  # found by `make fuzz`: FFmpeg allocated 1 GiB for an 84-byte upload
+        "http",
+        lambda t: Request("POST", "/sessions/{sid}/audio", {"content": LIST_4GIB, "headers": WAV}),
+        422,
+        ("cannot read audio the uploaded audio", "'LIST' chunk claims 4294967295 bytes"),
     ),
     Case(
         "http-audio-8-channels",

@@ -44,7 +44,8 @@ JSON_WORDS = (
 @dataclass(frozen=True)
 class Target:
     """``prepare(folder)`` lays out what the parser needs under ``folder`` (a server, for some) and yields the function
-    that feeds it one input and the seed inputs. ``modules``: the project's files that parse (coverage is reported over them);
+    that feeds it one input and the seed inputs: good inputs, then what fuzzing found (each fixed, and each held to the
+    contract on every CI run, tests/fuzz/test_fuzz_slice.py). ``modules``: the project's files that parse (coverage is reported over them);
     ``instrument``: other modules whose Python code should steer the fuzzer too (Pillow's plugins, the multipart parser)."""
 
     name: str
@@ -64,9 +65,10 @@ def file_target(
     *,
     words: tuple[str, ...] = JSON_WORDS,
     bounds: Bounds = DEFAULT_BOUNDS,
+    found: tuple[dict[str, Any], ...] = (),
 ) -> Target:
-    """A target that writes each input over ``scene/relative`` and runs ``load(scene)``; the file as the scene has it
-    is the seed."""
+    """A target that writes each input over ``scene/relative`` and runs ``load(scene)``. The file as the scene has it is
+    the seed; ``found``: what fuzzing found, as keys that replace the seed's (a JSON object's)."""
 
     @contextmanager
     def prepare(folder: Path) -> Iterator[tuple[Run, list[bytes]]]:
@@ -78,7 +80,7 @@ def file_target(
             path.write_bytes(data)
             load(root)
 
-        yield run, [seed]
+        yield run, [seed, *(json.dumps({**json.loads(seed), **keys}, allow_nan=True).encode() for keys in found)]
 
     return Target(name, prepare, modules, words=words, bounds=bounds)
 

@@ -44,6 +44,7 @@ def mutate(seed: bytes, words: tuple[str, ...], data: st.DataObject) -> bytes:
     return bytes(out)
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning:PIL")  # Pillow warns of the damage it skips
 @pytest.mark.parametrize("name", list(WHERE))
 def test_target_keeps_its_contract(name: str, tmp_path: Path) -> None:
     target = load(name)

@@ -20,6 +20,7 @@ import numpy as np
 from avatarstream.errors import InputError
 from avatarstream.lifecycle import ClosesOnExit
 from avatarstream.sources.pcm import PcmBlock
+from avatarstream.sources.riff import oversized_chunk
 
 _FORMATS_HINT = "use a WAV, MP3, FLAC or OGG file"
 MIN_RATE, MAX_RATE = 4000, 384000
@@ -43,8 +44,11 @@ class AudioFileSource(ClosesOnExit):
         self._decoded_s = 0.0  # seconds decoded so far, to say where a file is damaged
         if not os.path.exists(self.path):
             raise InputError(f"audio file not found: {self.path}")
+        problem = oversized_chunk(self.path) if os.path.isfile(self.path) else None
+        if problem is not None:
+            raise self._unreadable(f"{problem} (a damaged header)")
         try:
-            self._container = av.open(self.path)
+            self._container = av.open(self.path, metadata_errors="replace")  # a tag that is not UTF-8 does not make audio unplayable
         except (OSError, av.error.FFmpegError) as err:
             raise self._unreadable(getattr(err, "strerror", None) or str(err)) from err
         try:

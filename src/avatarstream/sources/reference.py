@@ -41,9 +41,13 @@ def open_reference_image(path: str | os.PathLike) -> Image.Image:
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         limit = f"{MAX_PIXELS / 1e6:.0f} megapixels"
         raise InputError(f"cannot read reference {path}: it claims more than {limit} (a decompression bomb?); scale it down to at most {limit}") from exc
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:  # a decoder's own limits (a text chunk past Pillow's) are ValueErrors
+    except InputError:
+        raise
+    # Pillow's plugins parse headers in Python and fail as the parse breaks: OSError mostly, a ValueError past a decoder's
+    # own limit (a text chunk past Pillow's), a TypeError for a TIFF whose strip offsets are typed as text: the file's fault.
+    except Exception as exc:
         reason = "not an image" if isinstance(exc, UnidentifiedImageError) else (getattr(exc, "strerror", None) or str(exc))
-        raise InputError(f"cannot read reference {path}: {reason}; use a PNG or JPEG image") from exc
+        raise InputError(f"cannot read reference {path}: {' '.join(reason.split()) or type(exc).__name__}; use a PNG or JPEG image") from exc
     return rgb
 
 

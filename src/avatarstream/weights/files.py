@@ -103,7 +103,7 @@ def _shard_files(folder: Path, index: Path) -> list[Path]:
         what = "no 'weight_map'" if not isinstance(raw, dict) or "weight_map" not in raw else f"a 'weight_map' that is a {type(weight_map).__name__}"
         raise InputError(f"invalid {index}: it holds {what}; {expected}")
     for key, name in weight_map.items():
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str) or not name or not name.isprintable():  # a line break in a name would break the messages
             raise InputError(f"invalid {index}: tensor {key!r} names shard {name!r}, not a file name; {expected}")
         if Path(name).is_absolute():
             raise InputError(f"{index} names shard {name!r} by an absolute path; shards must be files in {folder}, named relative to it")

@@ -91,6 +91,7 @@ def _prepare(folder: Path) -> Iterator[tuple[Run, list[bytes]]]:
         encode((0, 16000, 1), tone, json.dumps({"type": "interrupt"}), tone[:400], json.dumps({"type": "end"})),
         encode((1, 48000, 2), np.zeros(960, "<f4").tobytes(), '{"type":"end"}', "hello"),
         encode((0, 8000, 2), b"\x01\x02\x03", '{"type": "explode"}', bytes(LIMIT + 1)),
+        encode((0, 16000, 1), b"", "not json"),  # found: an empty PCM message failed FFmpeg's resampler and broke the socket
     ]
     try:
         yield run, seeds

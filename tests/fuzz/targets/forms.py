@@ -18,6 +18,7 @@ from PIL import Image
 from avatarstream.errors import InputError
 from fuzz.contract import Bounds, Breach, Run
 from fuzz.target import Target
+from fuzz.targets.media import codec_tag_wav
 from serve.serve_harness import TOKEN, running_server
 
 BOUNDARY = "fuzzboundary"
@@ -60,6 +61,7 @@ def _seeds() -> list[bytes]:
         bytes([0]) + form(("reference", _png(), "face.png", "image/png"), ("model_options", b'{"chunk_frames": 6}', None, None)),
         bytes([1]) + form(audio, ("outputs", b'{"hls": false}', None, None), ("prompt", b"a person talking", None, None)),
         bytes([2]) + form(audio),
+        bytes([2]) + form(("audio", codec_tag_wav(0x1234), "a.wav", "audio/wav")),  # found: a 500 (no decoder for the codec)
     ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import math
+import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -92,7 +93,14 @@ def _prepare_audio(folder: Path) -> Iterator[tuple[Run, list[bytes]]]:
             clip.close()
         _no_upload_left(uploads)
 
-    yield run, [_clip(*spec) for spec in AUDIO_FORMATS]
+    # found: a codec no decoder takes (AttributeError); a LIST claiming 4 GiB, so FFmpeg allocated the 1 GiB its entry
+    # claims; a tag that is not UTF-8 (UnicodeDecodeError)
+    found = [
+        codec_tag_wav(0x1234),
+        wav_with_list(b"ISFT" + struct.pack("<I", 1 << 30) + b"ok", claim=0xFFFFFFFF),
+        wav_with_list(b"ISFT\x04\x00\x00\x00ok\xb1!"),
+    ]
+    yield run, [*(_clip(*spec) for spec in AUDIO_FORMATS), *found]
 
 
 def _clear(uploads: Path) -> list[Path]:
@@ -100,6 +108,25 @@ def _clear(uploads: Path) -> list[Path]:
     for path in left:
         path.unlink()
     return left
+
+
+def _wav() -> bytes:
+    return _clip("wav", "pcm_s16le", "s16", "mono")
+
+
+def codec_tag_wav(tag: int) -> bytes:
+    """A WAV whose format tag names ``tag``, a codec no decoder takes."""
+    data = _wav()
+    return data[:20] + tag.to_bytes(2, "little") + data[22:]
+
+
+def wav_with_list(info: bytes, claim: int | None = None) -> bytes:
+    """A WAV with a LIST INFO chunk holding ``info`` before its samples; ``claim``: the size its header says."""
+    data = _wav()
+    at = data.index(b"data")
+    chunk = b"LIST" + struct.pack("<I", len(info) + 4 if claim is None else claim) + b"INFO" + info
+    out = data[:at] + chunk + data[at:]
+    return out[:4] + struct.pack("<I", len(out) - 8) + out[8:]
 
 
 def _no_upload_left(uploads: Path) -> None:
@@ -126,7 +153,10 @@ def _prepare_reference(folder: Path) -> Iterator[tuple[Run, list[bytes]]]:
         load_reference_image(path, (64, 48))
 
     seeds = [_image("PNG"), _image("PNG", "P"), _image("PNG", "LA"), _image("JPEG"), _image("JPEG", "CMYK"), _image("GIF", "P"), _image("BMP"), _image("TIFF")]
-    yield run, seeds
+    tiff = seeds[-1]
+    at = tiff.index(b"\x11\x01\x04\x00\x01\x00\x00\x00")  # StripOffsets: one LONG
+    found = tiff[: at + 2] + b"\x02\x00" + tiff[at + 4 :]  # typed as text: Pillow's seek(str) raised a TypeError
+    yield run, [*seeds, found]
 
 
 TARGETS = [

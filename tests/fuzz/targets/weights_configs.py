@@ -64,6 +64,7 @@ TARGETS = [
         f"{BASE}/config.json",
         _infinitetalk_dit,
         ("avatarstream.families.infinitetalk.layout", "avatarstream.families.infinitetalk.load_dit", CHECKS),
+        found=({"dim": 68},),  # a head 17 wide: diffusers' rotary table asserted
     ),
     file_target(
         "dit-config-diffusers",
@@ -78,6 +79,7 @@ TARGETS = [
         "chinese-wav2vec2-base/config.json",
         lambda root: read_wav2vec2(root / "chinese-wav2vec2-base", F32),
         ("avatarstream.components.wan.load_wav2vec2", CHECKS),
+        found=({"activation_dropout": 5.1}, {"feat_extract_norm": "batch"}),  # refused by the network's constructor
     ),
     file_target(
         "vae-config",
@@ -92,6 +94,7 @@ TARGETS = [
         f"{BASE_DIFFUSERS}/text_encoder/config.json",
         lambda root: _load_transformers_t5(root / BASE_DIFFUSERS / "text_encoder", F32),
         ("avatarstream.components.wan.load_text_encoder", CHECKS),
+        found=({"dtype": "float99"}, {"is_encoder_decoder": 1e-6}, {"dropout_rate": 5.1}, {"dense_act_fn": "gelu_nope"}, {"num_layers": 10**6}),
     ),
     file_target(
         "clip-config",
@@ -99,6 +102,7 @@ TARGETS = [
         f"{BASE_DIFFUSERS}/image_encoder/config.json",
         lambda root: _load_transformers_clip(root / BASE_DIFFUSERS / "image_encoder", F32),
         ("avatarstream.families.infinitetalk.load_image_encoder", "avatarstream.components.wan.load_text_encoder", CHECKS),
+        found=({"hidden_act": "gelu_nope"}, {"dtype": "&float16"}),
     ),
     file_target(
         "s2v-config",
@@ -106,6 +110,7 @@ TARGETS = [
         f"{S2V}/config.json",
         _liveavatar_dit,
         ("avatarstream.families.liveavatar.layout", "avatarstream.families.liveavatar.load_dit", "avatarstream.models.liveavatar.config", CHECKS),
+        found=({"num_heads": 0}, {"num_layers": 3 * 10**61}, {"ffn_dim": -4}, {"dim": float("inf")}),  # a division by 0, a hang, ...
     ),
     file_target(
         "wav2vec2-processor",
