@@ -67,7 +67,8 @@ def _seeds() -> list[bytes]:
 
 @contextmanager
 def _prepare(folder: Path) -> Iterator[tuple[Run, list[bytes]]]:
-    with running_server(folder, token=TOKEN, max_sessions=2, max_upload_bytes=256 * 1024) as base, httpx.Client(base_url=base, timeout=30) as client:
+    server = running_server(folder, token=TOKEN, max_sessions=2, max_upload_bytes=256 * 1024, idle_timeout_s=24 * 3600.0)  # the kept session outlives a run
+    with server as base, httpx.Client(base_url=base, timeout=30) as client:
         auth = {"Authorization": HEADERS["Authorization"]}
         kept = client.post("/sessions", data={"outputs": '{"frames_ws": true}'}, headers=auth).json()["id"]  # the session audio goes to
 
