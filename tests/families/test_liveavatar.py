@@ -110,3 +110,12 @@ def test_a_lora_that_does_not_fit_is_a_clear_error(tiny_liveavatar: Path, tmp_pa
     save_file({"blocks.0.self_attn.q.lora_A.default.weight": torch.zeros(4, 7), "blocks.0.self_attn.q.lora_B.default.weight": torch.zeros(32, 4)}, str(bad))
     with pytest.raises(InputError, match="does not fit that layer"):
         load_family("liveavatar", tiny_liveavatar, {"lora": bad})
+
+
+def test_a_file_renders_to_its_end(tiny_liveavatar: Path, tmp_path: Path) -> None:
+    """With a file (the bundled speech, 13.3 s) the audio's end is known: the blocks past it hear nothing, and their audio
+    window, pinned to the file's end, may begin before the audio the timeline kept. They must not read it (they failed
+    with 'samples before ... were already discarded')."""
+    family = load_family("liveavatar", tiny_liveavatar)
+    result = avatarstream.render(out=tmp_path / "a.mp4", model=family, model_options={"size": [64, 64]}, threads=1, preset="ultrafast")
+    assert result.report["frames"] == len(frames(tmp_path / "a.mp4")) == 334

@@ -83,9 +83,6 @@ class LiveAvatarAudioStage(Stage):
         total = audio.total_frames
         stop = end + self.lookahead_frames if total is None else min(end + self.lookahead_frames, total)  # a file has no silence after it
         start = max(0, stop - self.window_frames)
-        samples = audio.read(start, stop).astype(np.float32)
-        values = normalize(self.extractor, samples).to(device)
-        states = hidden_states(self.audio_module.network_as(Wav2Vec2Model), values.to(dtype)).float()
         rows = bucket_indices(first, end - first, self.fps)
         offset_50hz = start * SAMPLE_RATE // self.fps / 320  # the window's first 50 Hz frame, in file frames
         if total is None:  # live: row r lies at r / 30 s
@@ -96,6 +93,12 @@ class LiveAvatarAudioStage(Stage):
             n30 = n50 * FEATURE_RATE // CNN_RATE
             positions = rows.double() * (n50 - 1) / max(n30 - 1, 1)
             valid = (rows >= 0) & (rows < n30)
+        if valid.any():
+            samples = audio.read(start, stop).astype(np.float32)
+        else:  # a block wholly after the file's end hears nothing, and its window may lie before what the timeline kept
+            samples = np.zeros((stop - start) * audio.samples_per_frame, np.float32)
+        values = normalize(self.extractor, samples).to(device)
+        states = hidden_states(self.audio_module.network_as(Wav2Vec2Model), values.to(dtype)).float()
         # rows and mask go to the device: a host index or mask of a device tensor is copied up blocking (and a host
         # tensor in its arithmetic is an error on a GPU); a mask there with one value is a masked_fill, no sync
         out = interpolate_rows(states, upload(positions - offset_50hz, device))
