@@ -322,6 +322,13 @@ CLI: list[Case] = [
     ),
     Case("weights-demo-vae-groups-0", "cli", weights(lambda f: mk.edit_config(f, vae__groups=0)), 2, ("vae.groups (0) must be >= 1",)),  # found by the fuzzer
     Case("weights-demo-patch-0", "cli", weights(lambda f: mk.edit_config(f, sr__patch_size=0)), 2, ("patch_size must be >= 1",)),  # found by the fuzzer
+    Case(
+        "weights-demo-decoder-channels-negative",  # found by `make fuzz`: torch's RuntimeError building it on meta
+        "cli",
+        weights(lambda f: mk.edit_config(f, vae__decoder_channels=-16)),
+        2,
+        ("config.json", "cannot be built", "negative dimension -16"),
+    ),
     Case("weights-demo-mlp-ratio-infinite", "cli", weights(lambda f: mk.edit_config(f, dit__mlp_ratio=1e999)), 2, ("DiTConfig.mlp_ratio (inf)", "finite")),
     Case("weights-it-heads-0", "cli", infinitetalk(dit_config(num_heads=0)), 2, ("num_heads is 0", *DIT_RANGE)),
     Case("weights-it-dim-0", "cli", infinitetalk(dit_config(dim=0)), 2, ("dim is 0", *DIT_RANGE)),

@@ -23,10 +23,11 @@ def campaign(names: list[str], seconds: float, out: Path, api: bool) -> dict[str
     share = seconds / (len(names) + api)
     report: dict[str, Any] = {"seconds_per_target": round(share), "targets": {}}
     for name in names:
+        started = time.time()
         report["targets"][name] = entry = _fuzz(name, share, out)
         for kind in ("seeds", "corpus"):
             entry[f"coverage_{kind}"] = _cover(name, out, seeds_only=kind == "seeds")
-        entry["findings"] = [p.name for p in findings.inputs(out / "findings" / name)]
+        entry["findings"] = [p.name for p in findings.inputs(out / "findings" / name, since=started)]
         _print(name, entry)
         _write(out, report)
     if api:

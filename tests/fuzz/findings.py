@@ -17,6 +17,7 @@ def record(folder: Path, breach: Breach, data: bytes) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"breach-{slug(breach.signature)}"
     if path.exists() and path.stat().st_size <= len(data):
+        path.touch()  # found again: the run's report lists it
         return path
     path.write_bytes(data)
     cause = breach.__cause__
@@ -34,6 +35,8 @@ def slug(signature: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", signature).strip("-")[:80] or "unknown"
 
 
-def inputs(folder: Path) -> list[Path]:
-    """The saved inputs of a findings folder (not their notes)."""
-    return sorted(p for p in folder.glob("*") if p.is_file() and not p.name.endswith(".txt")) if folder.is_dir() else []
+def inputs(folder: Path, since: float = 0.0) -> list[Path]:
+    """The saved inputs of a findings folder (not their notes), those written or found again since ``since`` (a time)."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*") if p.is_file() and not p.name.endswith(".txt") and p.stat().st_mtime >= since)

@@ -56,6 +56,7 @@ from avatarstream.stages.demo.decode import DecodeStage
 from avatarstream.stages.demo.reference import ReferenceEncodeStage
 from avatarstream.stages.demo.super_resolution import SuperResolutionStage
 from avatarstream.stages.demo.text import TextEncodeStage
+from avatarstream.weights.config_values import built_from
 from avatarstream.weights.memory_check import meta_bytes, require_fits
 from avatarstream.weights.sandbox import inside
 
@@ -113,7 +114,7 @@ class DemoFamily:
         config = _read_config(folder)
         # the package's own weights are not untrusted input, and the meta build costs seconds of torch imports
         if folder.resolve() != Path(str(SHIPPED_WEIGHTS)).resolve():
-            require_fits(sum(meta_bytes(partial(net, config), 4) for net in _NETWORKS.values()), "a demo model", folder / "config.json")
+            _check_fits(folder, config)
         modules = {name: Module.build(name, partial(net, config), weights=inside(folder, folder / f"{name}.safetensors")) for name, net in _NETWORKS.items()}
         return cls(config, modules, str(folder))
 
@@ -207,6 +208,14 @@ class DemoTinyFamily(DemoFamily):
     summary: ClassVar[str] = BUILTIN["demo-tiny"].summary
     weights_help: ClassVar[str] = BUILTIN["demo-tiny"].weights_help
     variant: ClassVar[str] = "tiny"
+
+
+def _check_fits(folder: Path, config: DemoConfig) -> None:
+    """The model a folder's config describes, sized on the meta device against the machine; what a network's constructor
+    refuses (a negative channel count) is the config's fault."""
+    with built_from(folder / "config.json", "expected the config.json of a demo weights folder"):
+        nbytes = sum(meta_bytes(partial(net, config), 4) for net in _NETWORKS.values())
+    require_fits(nbytes, "a demo model", folder / "config.json")
 
 
 def _read_config(folder: Path) -> DemoConfig:

@@ -4,7 +4,6 @@ InputError before anything is sized by it."""
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 
 import torch
@@ -20,7 +19,7 @@ from avatarstream.families.infinitetalk.load_image_encoder import _load_transfor
 from avatarstream.families.liveavatar import layout as la_layout
 from avatarstream.families.liveavatar.load_audio import read_processor
 from avatarstream.families.liveavatar.load_dit import load_dit as load_la_dit
-from avatarstream.weights.memory_check import meta_bytes, require_fits
+from avatarstream.models.demo import DemoConfig
 from fuzz import scenes
 from fuzz.contract import Bounds
 from fuzz.target import file_target
@@ -34,8 +33,7 @@ S2V = "Wan2.2-S2V-14B"
 
 def _demo(root: Path) -> None:
     """DemoFamily.load's reading of a folder: the config, then its size on the meta device against the machine."""
-    config = demo._read_config(root)
-    require_fits(sum(meta_bytes(partial(net, config), 4) for net in demo._NETWORKS.values()), "a demo model", root / "config.json")
+    demo._check_fits(root, demo._read_config(root))
 
 
 def _infinitetalk_dit(root: Path) -> None:
@@ -57,6 +55,7 @@ TARGETS = [
         "config.json",
         _demo,
         ("avatarstream.families.demo_weights", "avatarstream.families.demo", "avatarstream.models.demo.config", "avatarstream.weights.memory_check"),
+        found=({"vae": {**DemoConfig.tiny().to_dict()["vae"], "decoder_channels": -16}},),  # a negative width: torch's RuntimeError
     ),
     file_target(
         "dit-config",
