@@ -29,9 +29,6 @@ from schemathesis.specs.openapi.checks import content_type_conformance, response
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance, response_headers_conformance]
 #: Operations left out: the WebRTC offer needs a real SDP to reach anything but its 4xx (test_a_webrtc_offer covers it).
 SKIP = {("POST", "/sessions/{sid}/webrtc")}
-#: Answers the server gives that its OpenAPI does not list yet, found by the stateful runs (serve/api_sessions.py is to add
-#: them to the routes' responses): speech sent to a session that is ending, a WebRTC offer to a session without WebRTC.
-UNLISTED = {("POST", "/sessions/{sid}/audio", 409), ("POST", "/sessions/{sid}/webrtc", 409)}
 
 
 def fuzz_api(base: str, headers: dict[str, str], examples: int = 6) -> list[str]:
@@ -160,9 +157,7 @@ def not_a_server_error_but_full(ctx: Any, response: Any, case: Any) -> None:
 
 
 def listed_status(ctx: Any, response: Any, case: Any) -> bool | None:
-    """The status is one the operation's OpenAPI lists (UNLISTED aside, until the routes list them)."""
-    if (case.operation.method.upper(), case.operation.path, response.status_code) in UNLISTED:
-        return None
+    """The status is one the operation's OpenAPI lists."""
     return status_code_conformance(ctx, response, case)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import time
 
 import av
 import httpx
@@ -81,3 +82,15 @@ async def _socket_end(base: str) -> None:
             assert closed["state"] == "done"
             assert _spoken_s(events) >= 2.0 - 2 / FPS
             events.task.cancel()
+
+
+def test_a_delete_while_an_ended_session_finishes_frees_its_slot(tmp_path) -> None:
+    """DELETE right after /end meets the session finalizing its outputs; cancelling that left the session holding its slot
+    for good (found by make fuzz's stateful run). Here with nothing queued, so the end comes at once, several times."""
+    with running_server(tmp_path) as base, httpx.Client(base_url=base, timeout=30) as client:
+        for delay_s in (0.0, 0.02, 0.05, 0.08, 0.12, 0.16, 0.2, 0.25, 0.3, 0.4):  # across the end's phases
+            sid = client.post("/sessions", data={"outputs": '{"hls": true, "file": true}'}).json()["id"]
+            assert client.post(f"/sessions/{sid}/end").status_code == 202
+            time.sleep(delay_s)
+            assert client.delete(f"/sessions/{sid}").status_code == 200
+        assert client.get("/healthz").json()["sessions"] == 0

@@ -30,6 +30,7 @@ HLS_NAME = re.compile(r"index\.m3u8|init\.mp4|seg\d{5}\.m4s")
 HLS_TYPES = {".m3u8": "application/vnd.apple.mpegurl", ".mp4": "video/mp4", ".m4s": "video/iso.segment"}
 #: 400: a malformed multipart body (Starlette's parser refuses it before any field is read).
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (400, 401, 404, 413, 415, 422, 503)}
+CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": Problem}}  # the session's state refuses it (ending; no such output)
 IDENTITY_HELP = (
     "default: the model's default avatar (the one `avatarstream render` uses without --reference), when no reference is uploaded; "
     "a model's request options (model_options) may choose another"
@@ -175,7 +176,7 @@ async def close_session(sid: str, server: Server) -> SessionInfo:
     "/{sid}/audio",
     status_code=202,
     response_model=AudioQueued,
-    responses=ERRORS,
+    responses=ERRORS | CONFLICT,
     summary="Speak an audio file",
     openapi_extra=UPLOAD_BODY,
 )
@@ -246,7 +247,7 @@ async def hls_file(sid: str, name: str, server: Server) -> Response:
     return Response(body, media_type=HLS_TYPES[name[name.rindex(".") :]], headers={"Cache-Control": "no-store"})
 
 
-@router.post("/{sid}/webrtc", responses=ERRORS, summary="WebRTC offer -> answer (H.264 video; Opus audio when the offer asks for it)")
+@router.post("/{sid}/webrtc", responses=ERRORS | CONFLICT, summary="WebRTC offer -> answer (H.264 video; Opus audio when the offer asks for it)")
 async def webrtc_offer(sid: str, offer: Offer, server: Server) -> dict[str, str]:
     session = server.manager.get(sid, "live")
     if session.outputs.webrtc is None:

@@ -114,6 +114,7 @@ class Session:
         self._listeners: set[asyncio.Queue[dict[str, Any]]] = set()
         self.media = MediaWatchers()  # clients of the frames WebSocket
         self._stopping = False
+        self._ran = False  # run() has returned: the manager is finishing the session (finalizing its outputs), not to be cancelled
         self._submitting: concurrent.futures.Future[None] | None = None
         self._in_submit = False
         self.task: asyncio.Task[None] | None = None
@@ -152,6 +153,7 @@ class Session:
             logging.getLogger(__name__).exception("session %s failed", self.log_id)
             self._fail(f"internal error ({type(err).__name__}); the server log has the details")
         finally:
+            self._ran = True
             self.media.end()
 
     @property
@@ -170,7 +172,7 @@ class Session:
         self._stopping = True
         if self.live is not None:
             self.live.close()
-        if self.task is not None and not self._in_submit:
+        if self.task is not None and not self._in_submit and not self._ran:  # a session that ended by itself is finishing
             self.task.cancel()
 
     def end(self) -> float:
