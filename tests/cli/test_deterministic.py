@@ -8,22 +8,11 @@ import json
 import os
 import subprocess
 import sys
-import wave
 from pathlib import Path
 
-import numpy as np
+from sources.sine_files import write_sine
 
 BURN = "while True: pass"
-
-
-def _speech(path: Path, seconds: float = 1.2) -> None:
-    t = np.arange(round(seconds * 16000)) / 16000
-    samples = (0.3 * np.sin(2 * np.pi * 180 * t) * (np.sin(2 * np.pi * 2.5 * t) > 0) * 32767).astype("<i2")
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(16000)
-        out.writeframes(samples.tobytes())
 
 
 def _render(audio: Path, folder: Path) -> tuple[list[str], dict]:
@@ -36,7 +25,7 @@ def _render(audio: Path, folder: Path) -> tuple[list[str], dict]:
 
 def test_the_same_seed_gives_the_same_frames_on_a_busy_machine(tmp_path: Path) -> None:
     audio = tmp_path / "speech.wav"
-    _speech(audio)
+    write_sine(audio, "pcm_s16le", 16000, 1, 1.2)
     quiet, quiet_report = _render(audio, tmp_path / "quiet")
     burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(os.cpu_count() or 1)]  # every core taken
     try:

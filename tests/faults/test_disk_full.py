@@ -7,14 +7,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-
-from avatarstream.benchmarks.local_server import free_port
+from serve_child import serve_argv, start_serving
 
 RENDER_LIMIT = 96 * 1024  # bytes a file may grow to: a few seconds of demo-tiny's noise (its report is smaller)
 SESSION_LIMIT = 8 * 1024  # a live session's video of the idle avatar is smaller: about a second of it
@@ -43,22 +41,6 @@ def test_render_onto_a_full_disk_fails_in_one_line(tmp_path: Path) -> None:
     assert output["name"] == f"mp4:{out}" and output["complete"] is False and output["errors"]
 
 
-def _server(work: Path, log: list[str]) -> tuple[subprocess.Popen[str], str]:
-    port = free_port()
-    argv = ["serve", "--model", "demo-tiny", "--threads", "1", "--port", str(port), "--work-dir", str(work)]
-    server = subprocess.Popen(_limited(SESSION_LIMIT, argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    threading.Thread(target=lambda: log.extend(server.stdout or ()), daemon=True).start()  # a pipe: not limited, always drained
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            httpx.get(f"{base}/healthz", timeout=2).raise_for_status()
-            return server, base
-        except httpx.HTTPError:
-            assert server.poll() is None and time.monotonic() < deadline, "".join(log)
-            time.sleep(0.3)
-
-
 def _wait_frames(base: str, sid: str, frames: int) -> None:
     deadline = time.monotonic() + 60
     while httpx.get(f"{base}/sessions/{sid}").json()["stats"]["frames"] < frames:
@@ -77,7 +59,8 @@ def _wait_state(base: str, sid: str, state: str) -> dict:
 @pytest.mark.timeout(300)
 def test_a_session_whose_file_fails_fails_alone(tmp_path: Path) -> None:
     log: list[str] = []
-    server, base = _server(tmp_path / "work", log)
+    argv, base = serve_argv(tmp_path / "work")
+    server = start_serving(_limited(SESSION_LIMIT, argv), base, log)  # its output goes to a pipe, which no file limit reaches
     try:
         writing = httpx.post(f"{base}/sessions", data={"outputs": '{"hls": false, "file": true}'}).json()["id"]
         watched = httpx.post(f"{base}/sessions", data={"outputs": '{"hls": false, "frames_ws": true}'}).json()["id"]

@@ -7,28 +7,19 @@ import signal
 import subprocess
 import sys
 import time
-import wave
 from pathlib import Path
 
 import av
 import numpy as np
 
+from sources.sine_files import write_sine
+
 FPS = 25  # demo-tiny's; its keyframe interval is 1 s, so a fragment holds 25 frames
-
-
-def _long_speech(path: Path, seconds: float) -> None:
-    t = np.arange(round(seconds * 16000)) / 16000
-    samples = (0.3 * np.sin(2 * np.pi * 220 * t) * (np.sin(2 * np.pi * 3 * t) > 0) * 32767).astype("<i2")
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(16000)
-        out.writeframes(samples.tobytes())
 
 
 def test_a_killed_fragmented_render_plays_up_to_its_last_fragment(tmp_path: Path) -> None:
     audio, out = tmp_path / "long.wav", tmp_path / "talk.mp4"
-    _long_speech(audio, 600.0)  # far longer than the test lets it run
+    write_sine(audio, "pcm_s16le", 16000, 1, 600.0)  # far longer than the test lets it run
     argv = ["render", "--model", "demo-tiny", "--threads", "1", "--no-progress", "--audio", str(audio), "--out", str(out), "--fragmented"]
     render = subprocess.Popen([sys.executable, "-m", "avatarstream.cli.main", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

@@ -6,31 +6,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import av
 import httpx
 import pytest
-
-from avatarstream.benchmarks.local_server import free_port
-
-
-def _start(work: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    argv = ["serve", "--model", "demo-tiny", "--threads", "1", "--port", str(port), "--work-dir", str(work), "--result-ttl", "600"]
-    server = subprocess.Popen([sys.executable, "-m", "avatarstream.cli.main", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            httpx.get(f"{base}/healthz", timeout=2).raise_for_status()
-            return server, base
-        except httpx.HTTPError:
-            assert server.poll() is None and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.3)
+from serve_child import CLI, serve_argv, start_serving
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
@@ -43,7 +25,8 @@ def test_a_stopped_server_leaves_finalized_videos_in_the_users_folder(tmp_path: 
     os.utime(old / "video.mp4", (long_ago, long_ago))
     os.utime(old, (long_ago, long_ago))
     (work / "notes.txt").write_text("the user's own file")
-    server, base = _start(work)
+    argv, base = serve_argv(work, "--result-ttl", "600")
+    server = start_serving([*CLI, *argv], base)
     try:
         sid = httpx.post(f"{base}/sessions", data={"outputs": '{"hls": false, "file": true}'}).json()["id"]
         deadline = time.monotonic() + 60

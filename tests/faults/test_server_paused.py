@@ -8,35 +8,17 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 import numpy as np
 import websockets
-
-from avatarstream.benchmarks.local_server import free_port
+from serve_child import CLI, serve_argv, start_serving
 
 PAUSE_S = 5.0
 
 
-def _start(work: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    argv = ["serve", "--model", "demo-tiny", "--threads", "1", "--port", str(port), "--work-dir", str(work)]
-    server = subprocess.Popen([sys.executable, "-m", "avatarstream.cli.main", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            httpx.get(f"{base}/healthz", timeout=2).raise_for_status()
-            return server, base
-        except httpx.HTTPError:
-            assert server.poll() is None and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.3)
-
-
-async def _session(server: subprocess.Popen[bytes], base: str) -> tuple[list[dict], dict, dict]:
+async def _session(server: subprocess.Popen[str], base: str) -> tuple[list[dict], dict, dict]:
     async with httpx.AsyncClient(base_url=base, timeout=30) as client:
         sid = (await client.post("/sessions", data={"outputs": '{"hls": false, "frames_ws": true}'})).json()["id"]
         url = base.replace("http://", "ws://") + f"/sessions/{sid}/audio?format=s16le&rate=16000&channels=1"
@@ -63,7 +45,8 @@ async def _session(server: subprocess.Popen[bytes], base: str) -> tuple[list[dic
 
 
 def test_a_paused_server_carries_on_without_gaps(tmp_path: Path) -> None:
-    server, base = _start(tmp_path / "work")
+    argv, base = serve_argv(tmp_path / "work")
+    server = start_serving([*CLI, *argv], base)
     try:
         events, before, after = asyncio.run(_session(server, base))
     finally:
