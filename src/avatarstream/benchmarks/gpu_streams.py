@@ -37,7 +37,7 @@ from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.registry import DEFAULT_MODEL, load_family
 from avatarstream.runtime.devices import resolve_device
-from avatarstream.runtime.sync_debug import MODES, refused_at, steady_sync_debug
+from avatarstream.runtime.sync_debug import MODES, count_sync_warnings, refused_at, steady_sync_debug
 
 RESULT_FILE = "streams.json"
 #: Each run: whether the final stages and the read-ahead get their own threads and streams.
@@ -59,9 +59,7 @@ def host_waits(device: torch.device) -> Iterator[Counter[str]]:
             yield found
         finally:
             torch.cuda.set_sync_debug_mode(previous)
-    for warning in caught:
-        if "synchroniz" in str(warning.message):
-            found[f"{Path(warning.filename).name}:{warning.lineno}"] += 1
+    count_sync_warnings(caught, found)
 
 
 def run(family: Family, device: torch.device, seconds: float, variant: str, sync_debug: str) -> dict[str, Any]:

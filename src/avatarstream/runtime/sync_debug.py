@@ -21,7 +21,7 @@ import threading
 import traceback
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import torch
@@ -82,6 +82,11 @@ def steady_sync_debug(device: torch.device, mode: str, say: Callable[[str], None
             yield lines
         finally:
             torch.cuda.set_sync_debug_mode(found)
+    count_sync_warnings(caught, lines)
+
+
+def count_sync_warnings(caught: Iterable[warnings.WarningMessage], lines: Counter[str]) -> None:
+    """Add to ``lines``, by ``file:line``, the warnings CUDA's sync debug mode gave (other warnings are left out)."""
     for warning in caught:
         if "synchroniz" in str(warning.message):
             lines[f"{Path(warning.filename).name}:{warning.lineno}"] += 1
