@@ -126,12 +126,18 @@ def component_set(gs: GoldenSet, cases: Callable[[GoldenSet, Callable[[str], Non
             checks = cases(gs, lambda name: None)
         ours, reference = as_pixels(videos["ours"]), as_pixels(videos["reference"])
         full = ours if full is None else full
-        rows.append({
-            "set": gs.root.name, "quantization": label, "checks_within_tolerance": f"{sum(c.passed for c in checks)} of {len(checks)}",
-            "psnr_vs_reference_db": psnr(ours, reference), "psnr_vs_full_precision_db": psnr(ours, full),
-        })  # fmt: skip
-        print(rows[-1], flush=True)
+        rows.append(_row(gs, label, checks, ours, reference, full))
     return rows
+
+
+def _row(gs: GoldenSet, label: str, checks: list[Any], frames: np.ndarray, reference: np.ndarray, full: np.ndarray) -> dict[str, Any]:
+    """One line of the table (printed as it is made): the set's checks within tolerance, PSNR to the reference and to full precision."""
+    row = {
+        "set": gs.root.name, "quantization": label, "checks_within_tolerance": f"{sum(c.passed for c in checks)} of {len(checks)}",
+        "psnr_vs_reference_db": psnr(frames, reference), "psnr_vs_full_precision_db": psnr(frames, full),
+    }  # fmt: skip
+    print(row, flush=True)
+    return row
 
 
 def whole_video_set(gs: GoldenSet, work: Path) -> list[dict[str, Any]]:
@@ -148,11 +154,7 @@ def whole_video_set(gs: GoldenSet, work: Path) -> list[dict[str, Any]]:
         frames = read_frames(out)
         full = frames if full is None else full
         checks = frame_checks(gs, out, golden)
-        rows.append({
-            "set": gs.root.name, "quantization": label, "checks_within_tolerance": f"{sum(c.passed for c in checks)} of {len(checks)}",
-            "psnr_vs_reference_db": psnr(frames, golden), "psnr_vs_full_precision_db": psnr(frames, full),
-        })  # fmt: skip
-        print(rows[-1], flush=True)
+        rows.append(_row(gs, label, checks, frames, golden, full))
     return rows
 
 
