@@ -29,7 +29,7 @@ from avatarstream.fleet.speech import SpeechLog
 from avatarstream.serve.audio_input import RATE, ClipSegment
 from avatarstream.serve.auth import TokenCheck
 from avatarstream.serve.logs import event
-from avatarstream.serve.problems import Busy, Conflict, NotFound, ServeError
+from avatarstream.serve.problems import Busy, NotFound, ServeError, ending
 from avatarstream.serve.session import EVENT_QUEUE, SavedSession
 from avatarstream.serve.session_ids import new_session_id
 
@@ -304,7 +304,7 @@ class Fleet:
     def check_takes_speech(self, session: FleetSession) -> None:
         """Refuse speech once the session is ending (as the single server does)."""
         if session.ending:
-            raise Conflict("this session is ending: it speaks what was queued, then closes; open a new session to say more")
+            raise ending()
 
     async def end(self, session: FleetSession) -> dict[str, Any]:
         """Take no more speech, hand what the ingress holds to the replica, then end it there after its queue."""

@@ -35,3 +35,8 @@ class Busy(ServeError):
 
 class Conflict(ServeError):
     status = 409
+
+
+def ending() -> Conflict:
+    """Speech sent to a session that is ending (POST /end): the same answer from a server and a fleet."""
+    return Conflict("this session is ending: it speaks what was queued, then closes; open a new session to say more")

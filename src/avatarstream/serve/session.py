@@ -33,7 +33,7 @@ from avatarstream.serve.media_watch import MediaWatchers
 from avatarstream.serve.metrics import FrameRate, ServeMetrics
 from avatarstream.serve.outputs import FramesOnly, SessionOutputs
 from avatarstream.serve.pipelines import Built, Pipelines
-from avatarstream.serve.problems import Conflict
+from avatarstream.serve.problems import ending
 from avatarstream.serve.schemas import Outputs, SessionInfo, Stats
 from avatarstream.serve.ws_messages import ErrorEvent, FramesEvent, InterruptedEvent
 from avatarstream.sources.pcm import PcmBlock
@@ -193,7 +193,7 @@ class Session:
     def check_takes_speech(self) -> None:
         """Refuse speech once the session is ending."""
         if self.ending:
-            raise Conflict("this session is ending: it speaks what was queued, then closes; open a new session to say more")
+            raise ending()
 
     def interrupt(self) -> Interruption:
         """Drop the queued speech of a live session and tell its listeners."""
