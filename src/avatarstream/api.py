@@ -25,6 +25,7 @@ from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family, model_warnings
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.registry import DEFAULT_MODEL, load_family, options_class
+from avatarstream.families.upscaler import NO_UPSCALE, Upscale
 from avatarstream.input_warnings import Warnings, audio_rate_warning, collecting, warn_on_audio_rate
 from avatarstream.output_paths import removed_on_failure
 from avatarstream.pipeline.report import ReportRecorder
@@ -77,6 +78,9 @@ def render(
     model: str | Family = DEFAULT_MODEL,
     weights: PathLike | None = None,
     model_options: FamilyOptions | Mapping[str, Any] | None = None,
+    upscale: str | None = None,
+    upscale_weights: PathLike | None = None,
+    upscale_options: FamilyOptions | Mapping[str, Any] | None = None,
     device: str | torch.device = "auto",
     residency: str = "",
     parallel: str | None = None,
@@ -102,6 +106,8 @@ def render(
     times without reloading. ``model_options``: the family's own options, a
     mapping or its ``Options`` dataclass (unset ones take the model's defaults;
     ``render --model NAME --help`` lists them).
+    ``upscale``: an upscaler's name (``avatarstream families`` lists them) that lifts every frame to a larger size after
+    the model, with ``upscale_weights``, its folder as downloaded, and ``upscale_options``, its own options.
     ``residency``: where each module's weights live, as ``--residency``.
     ``parallel``: how the processes of a torchrun launch split the session, as ``--parallel``.
     ``overlap``: finish chunk k while chunk k+1 generates (default: on with CUDA).
@@ -120,7 +126,8 @@ def render(
             raise InputError("frames is given twice: as render(frames=...) and in Outputs(frames=...); give one")
         outputs = dataclasses.replace(outputs, frames=frames)
     # the checks the CLI made before importing torch: a mistake is told before the model's code loads
-    check_render_inputs(audio, reference, outputs, report, trace, seed=seed, model=model, weights=weights, model_options=model_options)
+    upscaler = Upscale(upscale, upscale_weights, upscale_options)
+    check_render_inputs(audio, reference, outputs, report, trace, seed=seed, model=model, weights=weights, model_options=model_options, upscale=upscaler)
     set_threads(threads, follow_machine=not deterministic)
     if audio is None:
         audio = DEFAULT_SPEECH
@@ -135,7 +142,7 @@ def render(
         try:
             with contextlib.nullcontext() if rank.publishes else stops_every_rank(rank.groups):  # a follower's failure reaches rank 0
                 return _render(source, reference, outputs, rank, run_device, prompt=prompt, model=model, weights=weights,
-                               model_options=model_options, residency=residency, overlap=overlap, compile=compile, seed=seed,
+                               model_options=model_options, upscale=upscaler, residency=residency, overlap=overlap, compile=compile, seed=seed,
                                preset=preset, report=report, trace=trace, progress=progress)  # fmt: skip
         finally:
             finish(rank)
@@ -158,32 +165,40 @@ def _kept_preview(outputs: Outputs, sinks: Iterable[Sink]) -> PreviewServer | No
 
 
 def open_model(
-    model: str | Family, weights: PathLike | None, model_options: FamilyOptions | Mapping[str, Any] | None, device: torch.device, warnings: Warnings
+    model: str | Family,
+    weights: PathLike | None,
+    model_options: FamilyOptions | Mapping[str, Any] | None,
+    device: torch.device,
+    warnings: Warnings,
+    upscale: Upscale = NO_UPSCALE,
 ) -> tuple[Family, str, FamilyOptions]:
-    """The family to run (loaded now when ``model`` is a name), its name and its parsed options; what the model warns of goes
-    into ``warnings``. Shared by ``render`` and the voice-agent integrations, which take the same arguments."""
+    """The family to run (loaded now when ``model`` is a name; followed by ``upscale``'s upscaler when it names one), its
+    name and its parsed options; what the model warns of goes into ``warnings``. Shared by ``render`` and the voice-agent
+    integrations, which take the same arguments."""
     if isinstance(model, str):
         options = options_class(model).parse(model_options)
         with collecting(warnings):
             family = load_family(model, weights, options, device=device)
+            family = upscale.load(family, device=device)
         name = model
     else:
         options = model.Options.parse(model_options)
         if weights is not None or options.given("load"):
             raise InputError("weights and the model's load options choose how a model is loaded; pass them to load_family, not with a loaded family")
-        family, name = model, model.name
+        with collecting(warnings):
+            family, name = upscale.load(model, device=device), model.name
     warnings.extend(model_warnings(family))
     return family, name, options
 
 
 def _render(
     audio: Iterable[PcmBlock], reference: PathLike | None, outputs: Outputs, rank: RankInfo, device: torch.device, *,
-    prompt: str, model: str | Family, weights: PathLike | None, model_options: FamilyOptions | Mapping[str, Any] | None, residency: str,
+    prompt: str, model: str | Family, weights: PathLike | None, model_options: FamilyOptions | Mapping[str, Any] | None, upscale: Upscale, residency: str,
     overlap: bool | None, compile: bool, seed: int, preset: str, report: PathLike | None, trace: PathLike | None, progress: bool,
 ) -> RenderResult:  # fmt: skip
     load_start = time.perf_counter()
     warnings = Warnings(on_new=_print_warning if rank.publishes else None)  # rank 0 speaks for every rank
-    family, name, options = open_model(model, weights, model_options, device, warnings)
+    family, name, options = open_model(model, weights, model_options, device, warnings, upscale)
     pipeline = build_pipeline(family, device, options, residency=parse_residency(residency, family.modules),
                               overlap=device.type == "cuda" if overlap is None else overlap, read_ahead=True, parallel=rank.groups)  # fmt: skip
     if compile:
@@ -202,7 +217,8 @@ def _render(
         warnings.extend(filter(None, [audio_rate_warning(rate, pipeline.model_sample_rate)]))
     else:  # a live source, with its first block
         audio = warn_on_audio_rate(audio, pipeline.model_sample_rate, warnings)
-    height, width = image.shape[:2]  # the video is the size the family fitted the reference to
+    assert pipeline.frame_size is not None, "a family's pipeline knows its size"
+    width, height = pipeline.frame_size  # the size the family fitted the reference to, or an upscaler's
     try:
         settings = EncoderSettings(width=width, height=height, fps=family.fps, preset=preset)
     except ValueError as exc:

@@ -15,6 +15,7 @@ from typing import Any
 from avatarstream.errors import InputError
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.registry import check_weights
+from avatarstream.families.upscaler import NO_UPSCALE, Upscale
 from avatarstream.output_paths import check_outputs
 from avatarstream.publish.outputs import Outputs
 from avatarstream.sources.audio_file import open_audio_file
@@ -36,6 +37,7 @@ def check_render_inputs(
     model: object,
     weights: PathLike | None,
     model_options: FamilyOptions | Mapping[str, Any] | None = None,
+    upscale: Upscale = NO_UPSCALE,
 ) -> None:
     """Refuse a negative seed, unusable outputs, an audio file or reference image that cannot be read, and, for a model
     named by its registered name, unknown options or a weights folder the family could not load. A loaded family
@@ -50,3 +52,4 @@ def check_render_inputs(
         load_reference_image(reference, REFERENCE_CHECK_SIZE)
     if isinstance(model, str):
         check_weights(model, weights, model_options)
+    upscale.check()

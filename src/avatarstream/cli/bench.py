@@ -16,7 +16,7 @@ from avatarstream.errors import InputError
 from avatarstream.families.registry import check_weights
 
 
-def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
+def add_parser(commands: argparse._SubParsersAction, model: str | None, upscaler: str | None = None) -> None:
     p = commands.add_parser(
         "bench",
         help="measure time to first frame, fps, real-time factor, per-stage time, overhead and memory",
@@ -34,7 +34,7 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p.add_argument("--minutes", type=float, default=30.0, help="session length of the memory scenario")
     p.add_argument("--repeats", type=int, default=3, help="runs per measurement (the median is reported)")
     p.add_argument("--out", type=Path, default=Path("bench/results/latest"), help="folder for JSON and PNG results")
-    add_model_arguments(p, model)  # loaded exactly as render loads it
+    add_model_arguments(p, model, upscaler)  # loaded exactly as render loads it
     p.set_defaults(run=run)
 
 

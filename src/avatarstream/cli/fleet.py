@@ -14,7 +14,7 @@ from avatarstream.families.registry import check_weights
 from avatarstream.output_paths import check_port
 
 
-def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
+def add_parser(commands: argparse._SubParsersAction, model: str | None, upscaler: str | None = None) -> None:
     p = commands.add_parser(
         "fleet",
         help="serve live sessions on a Ray Serve fleet: one session slot per replica, the API of `serve`",
@@ -50,7 +50,7 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p.add_argument("--num-cpus", type=int, help="CPUs of the Ray cluster started here (default: all)")
     add_runtime_arguments(p)
     add_compile_argument(p)
-    add_model_arguments(p, model)
+    add_model_arguments(p, model, upscaler)
     p.set_defaults(run=run)
 
 

@@ -17,7 +17,7 @@ from avatarstream.output_paths import check_port
 ENV = {"url": "LIVEKIT_URL", "api_key": "LIVEKIT_API_KEY", "api_secret": "LIVEKIT_API_SECRET"}
 
 
-def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
+def add_parser(commands: argparse._SubParsersAction, model: str | None, upscaler: str | None = None) -> None:
     p = commands.add_parser(
         "livekit-worker",
         help="the avatar of LiveKit Agents voice agents: joins their rooms when an agent asks (extra: [livekit])",
@@ -40,7 +40,7 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p.add_argument("--server-url", help="render on a running `avatarstream serve` instead of in this process")
     p.add_argument("--server-token", default=os.environ.get("AVATARSTREAM_TOKEN"), help="that server's token (default: $AVATARSTREAM_TOKEN)")
     add_runtime_arguments(p)
-    add_model_arguments(p, model)
+    add_model_arguments(p, model, upscaler)
     p.set_defaults(run=run)
 
 

@@ -16,23 +16,23 @@ from collections.abc import Sequence
 from avatarstream.cli import bench, families, fleet, livekit_worker, parity, render, serve
 from avatarstream.cli import eval as eval_cli
 from avatarstream.cli.help_format import OneLineErrors
-from avatarstream.cli.model_args import selected_model, unused_flags
+from avatarstream.cli.model_args import selected_model, selected_upscaler, unused_flags
 from avatarstream.errors import AvatarStreamError
 
 
-def build_parser(model: str | None = None) -> argparse.ArgumentParser:
-    """The whole command line; ``model``'s own flags are added to the commands that run a model."""
+def build_parser(model: str | None = None, upscaler: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; ``model``'s and ``upscaler``'s own flags are added to the commands that run a model."""
     parser = OneLineErrors(
         prog="avatarstream",
         description="Real-time, audio-driven avatar video: chunked flow-matching generation with constant memory.",
         epilog="Run 'avatarstream COMMAND --help' for the options of a command.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    render.add_parser(commands, model)
-    bench.add_parser(commands, model)
-    serve.add_parser(commands, model)
-    fleet.add_parser(commands, model)
-    livekit_worker.add_parser(commands, model)
+    render.add_parser(commands, model, upscaler)
+    bench.add_parser(commands, model, upscaler)
+    serve.add_parser(commands, model, upscaler)
+    fleet.add_parser(commands, model, upscaler)
+    livekit_worker.add_parser(commands, model, upscaler)
     eval_cli.add_parser(commands)
     parity.add_parser(commands)
     families.add_parser(commands)
@@ -46,11 +46,11 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(selected_model(words))
+    parser = build_parser(selected_model(words), selected_upscaler(words))
     args, extra = parser.parse_known_args(words)
     if extra:
         model = getattr(args, "model", None)
-        parser.error((model is not None and unused_flags(model, extra)) or f"unrecognized arguments: {' '.join(extra)}")
+        parser.error((model is not None and unused_flags(model, extra, getattr(args, "upscale", None))) or f"unrecognized arguments: {' '.join(extra)}")
     args.argv = words  # what --nproc re-runs under torchrun
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     speaks = os.environ.get("RANK", "0") == "0"

@@ -12,14 +12,14 @@ from pathlib import Path
 
 from avatarstream.cli.encoder_args import add_x264_preset_argument
 from avatarstream.cli.help_format import DefaultsHelpFormatter
-from avatarstream.cli.model_args import add_model_arguments, model_options
+from avatarstream.cli.model_args import add_model_arguments, model_options, upscale_request
 from avatarstream.cli.runtime_args import add_compile_argument, add_parallel_argument, add_runtime_arguments
 from avatarstream.publish.options import add_output_arguments, outputs_from_args
 from avatarstream.render_inputs import check_render_inputs
 from avatarstream.runtime.names import POLICY_NAMES
 
 
-def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
+def add_parser(commands: argparse._SubParsersAction, model: str | None, upscaler: str | None = None) -> None:
     p = commands.add_parser(
         "render",
         help="render a talking-avatar MP4 from an audio file",
@@ -60,25 +60,27 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     )
     p.add_argument("--nproc", type=int, default=1, help="processes (one per GPU) under torchrun; rank 0 writes the outputs")
     add_parallel_argument(p)
-    add_model_arguments(p, model)
+    add_model_arguments(p, model, upscaler)
     add_output_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    options = model_options(args)  # checked before torchrun starts more processes
+    options, upscale = model_options(args), upscale_request(args)  # checked before torchrun starts more processes
     outputs = outputs_from_args(args)
     # bad input, a weights folder too, is told at once, before torch loads (avatarstream.render checks the same again)
     check_render_inputs(
-        args.audio, args.reference, outputs, args.report, args.trace, seed=args.seed, model=args.model, weights=args.weights, model_options=options
-    )
+        args.audio, args.reference, outputs, args.report, args.trace, seed=args.seed, model=args.model, weights=args.weights, model_options=options,
+        upscale=upscale,
+    )  # fmt: skip
     from avatarstream.api import render
     from avatarstream.runtime.launch import relaunch
 
     relaunch(args.nproc, args.argv, args.parallel)  # returns in a torchrun worker or when --nproc is 1
     result = render(
-        args.audio, args.reference, out=outputs, prompt=args.prompt, model=args.model, weights=args.weights, model_options=options, device=args.device, residency=args.residency, parallel=args.parallel,
+        args.audio, args.reference, out=outputs, prompt=args.prompt, model=args.model, weights=args.weights, model_options=options, upscale=upscale.name,
+        upscale_weights=upscale.weights, upscale_options=upscale.options, device=args.device, residency=args.residency, parallel=args.parallel,
         overlap=args.overlap, compile=args.compile, threads=args.threads, deterministic=args.deterministic, seed=args.seed, preset=args.x264_preset, report=args.report, trace=args.trace,
         progress=not args.no_progress,
     )  # fmt: skip

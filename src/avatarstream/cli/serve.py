@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 TOKEN_ENV = "AVATARSTREAM_TOKEN"
 
 
-def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
+def add_parser(commands: argparse._SubParsersAction, model: str | None, upscaler: str | None = None) -> None:
     p = commands.add_parser(
         "serve",
         help="serve live avatar sessions over HTTP/WebSocket, with a browser page at /",
@@ -47,7 +47,7 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None) -> None:
     p.add_argument(
         "--max-sessions", type=int, help="sessions and batch jobs at once; one more gets 503 with Retry-After (default: 4; 1 with --nproc, which it must be)"
     )
-    add_model_arguments(p, model)
+    add_model_arguments(p, model, upscaler)
     p.set_defaults(run=run)
 
 

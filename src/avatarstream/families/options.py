@@ -218,20 +218,26 @@ class FamilyOptions:
     # -- the command line ---------------------------------------------------------------------------
 
     @classmethod
-    def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
-        """One flag per option; values are checked later by the dataclass, so errors read the same everywhere."""
-        for spec in cls.specs():
-            dest = "model_option_" + spec.name
+    def flags(cls, flag_prefix: str = "") -> list[str]:
+        """The command-line flags of these options (``flag_prefix``: an upscaler's ``upscale-``)."""
+        return ["--" + flag_prefix + spec.flag[2:] for spec in cls.specs()]
+
+    @classmethod
+    def add_arguments(cls, group: argparse._ArgumentGroup, *, flag_prefix: str = "", dest_prefix: str = "model_option_") -> None:
+        """One flag per option; values are checked later by the dataclass, so errors read the same everywhere. An upscaler's
+        options come after ``--upscale-`` (``flag_prefix``), apart from the model's."""
+        for spec, flag in zip(cls.specs(), cls.flags(flag_prefix), strict=True):
+            dest = dest_prefix + spec.name
             if spec.kind is bool:
-                group.add_argument(spec.flag, dest=dest, action=argparse.BooleanOptionalAction, help=spec.help)
+                group.add_argument(flag, dest=dest, action=argparse.BooleanOptionalAction, help=spec.help)
                 continue
             convert: Any = {int: int, float: float, Path: Path}.get(spec.kind, str)
             metavar = spec.metavar or ("WxH" if spec.kind is tuple else None)
-            group.add_argument(spec.flag, dest=dest, type=convert, choices=spec.choices, metavar=metavar, help=spec.help)
+            group.add_argument(flag, dest=dest, type=convert, choices=spec.choices, metavar=metavar, help=spec.help)
 
     @classmethod
-    def from_namespace(cls, args: argparse.Namespace) -> Self:
-        return cls(**{s.name: getattr(args, "model_option_" + s.name, None) for s in cls.specs()})
+    def from_namespace(cls, args: argparse.Namespace, dest_prefix: str = "model_option_") -> Self:
+        return cls(**{s.name: getattr(args, dest_prefix + s.name, None) for s in cls.specs()})
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:

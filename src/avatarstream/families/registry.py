@@ -1,6 +1,7 @@
-"""Family names to lazily imported classes; packages outside this repository add theirs by entry point.
+"""Family and upscaler names to lazily imported classes; packages outside this repository add theirs by entry point.
 
-A package registers a family under the entry-point group ``avatarstream.families``::
+A package registers a family under the entry-point group ``avatarstream.families``, an upscaler (a super-resolution
+stage after any family, ``families/upscaler.py``) under ``avatarstream.upscalers``::
 
     [project.entry-points."avatarstream.families"]
     colourbars = "my_package.family:ColourBarsFamily"
@@ -26,12 +27,27 @@ from typing import Any
 
 from avatarstream.errors import InputError
 from avatarstream.families.base import Description, Family, FamilyClass, optional
-from avatarstream.families.builtin import BUILTIN
+from avatarstream.families.builtin import BUILTIN, Builtin
+from avatarstream.families.builtin_upscalers import BUILTIN_UPSCALERS
 from avatarstream.families.options import FamilyOptions
 
-ENTRY_POINT_GROUP = "avatarstream.families"
 #: What ``--model`` and ``avatarstream.render`` run when no model is named: the bundled one, which needs no download.
 DEFAULT_MODEL = "demo"
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity (the registry caches per kind)
+class Kind:
+    """A kind of plug-in: its entry-point group, the ones avatarstream ships, and what a user calls one (in messages)."""
+
+    group: str
+    builtin: Mapping[str, Builtin]
+    word: str  # "model" or "upscaler"
+    command: str  # the listing that says what each is
+
+
+FAMILIES = Kind("avatarstream.families", BUILTIN, "model", "`avatarstream families`")
+UPSCALERS = Kind("avatarstream.upscalers", BUILTIN_UPSCALERS, "upscaler", "`avatarstream families`")
+ENTRY_POINT_GROUP = FAMILIES.group
 
 
 @dataclass(frozen=True)
@@ -39,58 +55,61 @@ class Registered:
     name: str
     target: str  # "module:attribute"
     origin: str  # "avatarstream" or the distribution that registered it
+    kind: Kind = FAMILIES
 
 
 @cache
-def registered() -> dict[str, Registered]:
-    """Every family name, the built-in ones first; an installed package cannot replace a built-in name."""
-    found = {name: Registered(name, builtin.family, "avatarstream") for name, builtin in BUILTIN.items()}
-    for point in entry_points(group=ENTRY_POINT_GROUP):
+def registered(kind: Kind = FAMILIES) -> dict[str, Registered]:
+    """Every name of ``kind``, the built-in ones first; an installed package cannot replace a built-in name."""
+    found = {name: Registered(name, builtin.family, "avatarstream", kind) for name, builtin in kind.builtin.items()}
+    for point in entry_points(group=kind.group):
         if point.name not in found:
             dist = point.dist.name if point.dist is not None else "an installed package"
-            found[point.name] = Registered(point.name, point.value, dist)
+            found[point.name] = Registered(point.name, point.value, dist, kind)
     return found
 
 
-def names() -> list[str]:
-    return list(registered())
+def names(kind: Kind = FAMILIES) -> list[str]:
+    return list(registered(kind))
 
 
-def family_class(name: str) -> FamilyClass:
+def family_class(name: str, kind: Kind = FAMILIES) -> FamilyClass:
     """The class registered as ``name``, imported now; an unknown name is an InputError listing the known ones."""
-    entry = _entry(name)
+    entry = _entry(name, kind)
     cls: FamilyClass = _load(entry, entry.target)
     return cls
 
 
-def describe(name: str) -> Description:
-    """What the commands need of family ``name`` before it loads, without importing a built-in family's model code."""
-    entry = _entry(name)
+def describe(name: str, kind: Kind = FAMILIES) -> Description:
+    """What the commands need of family (or upscaler) ``name`` before it loads, without importing a built-in one's model code."""
+    entry = _entry(name, kind)
     if entry.origin == "avatarstream":
-        builtin = BUILTIN[name]
+        builtin = kind.builtin[name]
         return Description(builtin.summary, builtin.weights_help, _load(entry, builtin.options), builtin.check_weights)
-    cls = family_class(name)
+    cls = family_class(name, kind)
     return Description(cls.summary, cls.weights_help, cls.Options, optional(cls, "check_weights"))
 
 
-def options_class(name: str) -> type[FamilyOptions]:
-    """The options dataclass of family ``name``, without loading a built-in family's models."""
-    return describe(name).options
+def options_class(name: str, kind: Kind = FAMILIES) -> type[FamilyOptions]:
+    """The options dataclass of family (or upscaler) ``name``, without loading a built-in one's models."""
+    return describe(name, kind).options
 
 
-def check_weights(model: str, weights: str | os.PathLike[str] | None, options: FamilyOptions | Mapping[str, Any] | None = None) -> None:
-    """Refuse what family ``model`` could not load, before its model code is imported: unknown or bad ``options``, and a
-    weights folder (or a missing one) its own check (``Description.check_weights``, which its ``load`` runs too) refuses."""
-    described = describe(model)
+def check_weights(
+    model: str, weights: str | os.PathLike[str] | None, options: FamilyOptions | Mapping[str, Any] | None = None, kind: Kind = FAMILIES
+) -> None:
+    """Refuse what family (or upscaler) ``model`` could not load, before its model code is imported: unknown or bad ``options``,
+    and a weights folder (or a missing one) its own check (``Description.check_weights``, which its ``load`` runs too) refuses."""
+    described = describe(model, kind)
     parsed = described.options.parse(options)
     if described.check_weights is not None:
         described.check_weights(Path(weights) if weights is not None else None, parsed)
 
 
-def _entry(name: str) -> Registered:
-    entry = registered().get(name)
+def _entry(name: str, kind: Kind) -> Registered:
+    entry = registered(kind).get(name)
     if entry is None:
-        raise InputError(f"unknown model {name!r}; choose one of: {', '.join(names())} (`avatarstream families` says what each is)")
+        raise InputError(f"unknown {kind.word} {name!r}; choose one of: {', '.join(names(kind))} ({kind.command} says what each is)")
     return entry
 
 
@@ -99,7 +118,7 @@ def _load(entry: Registered, target: str) -> Any:
     try:
         return getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
-        raise InputError(f"model {entry.name!r} is registered by {entry.origin} as {target}, which cannot be imported: {exc}") from exc
+        raise InputError(f"{entry.kind.word} {entry.name!r} is registered by {entry.origin} as {target}, which cannot be imported: {exc}") from exc
 
 
 def load_family(
@@ -109,15 +128,25 @@ def load_family(
     *,
     device: Any = None,
     seed: int = 0,
+    upscale: str | None = None,
+    upscale_weights: str | os.PathLike[str] | None = None,
+    upscale_options: FamilyOptions | Mapping[str, Any] | None = None,
 ) -> Family:
     """Load the named family with its weights (``weights``: the folder as downloaded; None: the family's default).
 
     ``options``: the family's own options as a mapping or its ``Options``
     dataclass; those of scope ``load`` (precision, folders named one by one)
-    take effect here, the rest when a pipeline is built.
+    take effect here, the rest when a pipeline is built. ``upscale``: an
+    upscaler's name (``avatarstream families`` lists them) to run on the
+    family's frames, loaded from ``upscale_weights`` with ``upscale_options``:
+    the family returned is then the cascade of both.
     """
     import torch
 
+    from avatarstream.families.upscaler import Upscale
+
+    device = device or torch.device("cpu")
     cls = family_class(model)
     parsed = cls.Options.parse(options)
-    return cls.load(Path(weights) if weights is not None else None, parsed, device=device or torch.device("cpu"), seed=seed)
+    family = cls.load(Path(weights) if weights is not None else None, parsed, device=device, seed=seed)
+    return Upscale(upscale, upscale_weights, upscale_options).load(family, device=device, seed=seed)

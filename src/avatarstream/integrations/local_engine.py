@@ -67,7 +67,8 @@ class LocalEngine:
             raise InputError(f"model {self.name!r} makes audio at {self.pipeline.output_sample_rate} Hz; the agent integrations take {AUDIO_RATE} Hz")
         self._image = family.reference(Path(reference) if reference is not None else None, options)
         self._fps = family.fps
-        self._size = (self._image.shape[1], self._image.shape[0])  # the video is the reference's size
+        assert self.pipeline.frame_size is not None, "a family's pipeline knows its size"
+        self._size = self.pipeline.frame_size  # the reference's size, or an upscaler's
         self._prompt, self._seed, self._max_queued_s = prompt, seed, max_queued_s
         self._live: LiveAudio | None = None
         self._frames: AsyncGenerator[AvatarFrame, None] | None = None

@@ -49,9 +49,10 @@ class Emitter:
     def publish(self, finished: Iterable[Done]) -> Iterator[MediaChunk]:
         """Yield each finished stretch's frames; once they are taken, the states waiting for them may be whole."""
         for done in finished:
-            for obs in self.observers:
-                obs.on_frames(done.media.first_frame, done.media.num_frames, self.now())
-            yield done.media
+            if done.media is not None:  # None: a stage holding frames gave none out of this stretch yet
+                for obs in self.observers:
+                    obs.on_frames(done.media.first_frame, done.media.num_frames, self.now())
+                yield done.media
             if self.handover is not None:
                 self.handover.stretch_out(done.final)
 

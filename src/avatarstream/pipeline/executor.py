@@ -20,7 +20,7 @@ import torch
 
 from avatarstream.pipeline.audio_window import AudioWindow
 from avatarstream.pipeline.chunks import Chunk, Piece
-from avatarstream.pipeline.finals import Done, Finals, FinalStages, Finish
+from avatarstream.pipeline.finals import Done, Finals, FinalStages, Finish, Flush
 from avatarstream.pipeline.graph import with_next
 from avatarstream.pipeline.loop_view import PipelineView
 from avatarstream.pipeline.scheduler import Scheduler
@@ -70,7 +70,11 @@ class ChunkExecutor:
         self.next_publish = pieces[-1].end if pieces else self.next_publish
 
     def drain(self) -> Iterator[Done]:
+        """Every stretch still in flight; then, when the last final stage holds frames, the ones it still holds."""
         yield from self.finals.drain()
+        if self.final.holds_frames and self.finals.runs_here and self.submitted:
+            yield from self.finals.submit(Flush(self.final), first=False)
+            yield from self.finals.drain()
 
     def release_audio(self, next_chunk: Chunk) -> None:
         """Drop audio that neither ``next_chunk``'s context nor pending output needs (once a read-ahead has read its part)."""

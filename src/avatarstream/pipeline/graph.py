@@ -75,3 +75,7 @@ def validate_graph(stages: Sequence[Stage]) -> None:
             raise PipelineGraphError(f"no {phase} stage writes {lacking}; the chunk loop needs it")
         if phase == "init":
             init_values = available
+    finals = [s for s in stages if s.phase == "final"]
+    holding = [s.name for s in finals[:-1] if s.holds_frames]
+    if holding or any(s.holds_frames and s.phase != "final" for s in stages):
+        raise PipelineGraphError(f"stage {(holding or [s.name for s in stages if s.holds_frames])[0]!r} holds frames back: only the last final stage may")

@@ -61,6 +61,7 @@ class Pipeline:
         frames: FrameLayout = FrameLayout(),
         video_frames: Callable[[float], int] | None = None,
         frame_size: tuple[int, int] | None = None,
+        reference_size: tuple[int, int] | None = None,
         settings: Mapping[str, object] | None = None,
         parallel: Mapping[str, Sequence[object]] | None = None,
     ) -> None:
@@ -74,6 +75,7 @@ class Pipeline:
         self.runtime = runtime
         self.fps = fps
         self.frame_size = frame_size  # (width, height) of the video, where the builder said (a family's spec does)
+        self.reference_size = reference_size or frame_size  # (width, height) the reference is fitted to (smaller under an upscaler)
         self.settings = dict(settings or {})  # every generation setting the builder resolved, for reports
         self.parallel_parts = dict(parallel or {})  # what the builder declared each parallel strategy may split
         self.model_sample_rate = model_sample_rate
@@ -105,7 +107,8 @@ class Pipeline:
         apply_declared(runtime.parallel, spec.parallel)  # before the runtime places the weights: a sequence split hooks the network first
         return cls(
             spec.stages, spec.plan, runtime, fps=spec.fps, model_sample_rate=spec.model_sample_rate, overlap=overlap, read_ahead=read_ahead,
-            frames=spec.frames, video_frames=spec.video_frames, frame_size=spec.frame_size, settings=spec.settings, parallel=spec.parallel,
+            frames=spec.frames, video_frames=spec.video_frames, frame_size=spec.frame_size,
+            reference_size=spec.reference_size, settings=spec.settings, parallel=spec.parallel,
         )  # fmt: skip
 
     @property

@@ -20,6 +20,7 @@ from avatarstream.pipeline.audio_window import AudioWindow
 from avatarstream.pipeline.emitter import Emitter
 from avatarstream.pipeline.executor import ChunkExecutor
 from avatarstream.pipeline.finals import Finals, FinalStages, InlineFinals, NoFinals, QueuedFinals
+from avatarstream.pipeline.frame_ledger import FrameLedger
 from avatarstream.pipeline.graph import with_next
 from avatarstream.pipeline.loop_view import PipelineView
 from avatarstream.pipeline.observer import RunObserver
@@ -58,7 +59,14 @@ class Run:
             frames_after=pipeline.audio_frames_after, whole_audio=pipeline.whole_audio, gate=gate,
         )  # fmt: skip
         takes_states = any(obs.wants_resumable for obs in observers)
-        self.final = FinalStages(self.runner, pipeline.phase("final"), pipeline.runtime.ops, take_parts=takes_states)
+        finals = pipeline.phase("final")
+        if takes_states and finals and finals[-1].holds_frames:
+            raise InputError(
+                f"this pipeline's stage {finals[-1].name!r} holds frames back (an upscaler), and a saved state cannot carry them: "
+                "run it without saving or resuming sessions"
+            )
+        ledger = FrameLedger(pipeline.output_sample_rate, pipeline.fps)
+        self.final = FinalStages(self.runner, finals, pipeline.runtime.ops, ledger, take_parts=takes_states)
         self.emitter = Emitter(pipeline, self.runner, self.timeline, self.scheduler, self.final)
 
     def execute(self, reference_image: Any, prompt: str, resume: Resumable | None = None) -> Iterator[MediaChunk]:
@@ -100,6 +108,9 @@ class Run:
         self._run_init(reference_image, prompt, stages[0])
         source = groups.layout.last_step_rank  # whoever holds the final latents: rank 0, or the last step's under steps=N
         for stretch in receive_stretches(groups.control, self.gate.run, groups.to_decoder, self.p.device, source):
+            if isinstance(stretch, str):  # the run ended, and the last final stage holds frames
+                send_decoded(self.final.flush(), groups.from_decoder, self.p.device)
+                continue
             step: dict[str, Any] = {"latents": stretch.latents, "frames_range": stretch.frames_range}
             send_decoded(self.final.run(step, stages[0], None, stretch.frames_range), groups.from_decoder, self.p.device)
 

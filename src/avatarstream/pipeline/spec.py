@@ -28,6 +28,8 @@ class PipelineSpec:
     model_sample_rate: int
     frame_size: tuple[int, int]
     settings: Mapping[str, object] = field(default_factory=dict)
+    #: (width, height) the family fits the reference to, where the video comes out larger (an upscaler's); None: ``frame_size``
+    reference_size: tuple[int, int] | None = None
     #: timeline (latent) frames -> video frames
     frames: FrameLayout = FrameLayout()
     #: how many video frames audio of a duration (seconds) makes; None: round(duration x fps)

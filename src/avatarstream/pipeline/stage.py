@@ -42,6 +42,10 @@ class Stage(ABC):
     #: The stage reads the whole audio before the first chunk (a model that encodes the file in one pass): the loop reads
     #: the source to its end first, so such a pipeline suits files, not live sessions, and holds the whole audio once.
     needs_whole_audio: ClassVar[bool] = False
+    #: The stage gives out fewer frames than it is given and the rest later (a model that needs frames ahead, such as a
+    #: streaming super-resolution one): only the last final stage may, its frames are the oldest not yet out
+    #: (``frame_ledger.py`` pairs them with their audio), and ``flush`` gives what it still holds when the run ends.
+    holds_frames: ClassVar[bool] = False
 
     def modules(self) -> tuple[Module, ...]:
         """The modules this stage calls; the runtime makes them resident around ``run``."""
@@ -54,6 +58,10 @@ class Stage(ABC):
     @abstractmethod
     def run(self, ctx: StageContext) -> None:
         """Read ``self.reads`` from ``ctx`` and write every name in ``self.writes``."""
+
+    def flush(self, ctx: StageContext) -> None:
+        """The run's last frames went in: write ``frames`` with every frame still held (called once, for ``holds_frames`` stages)."""
+        raise NotImplementedError(f"stage {self.name!r} holds frames but cannot give them out at the end (it has no flush)")
 
     def resume_state(self, cache: Any) -> Any:
         """What a resumed session needs of this stage's ``cache`` to make the same output; None (the default): nothing.

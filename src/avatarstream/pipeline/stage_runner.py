@@ -29,14 +29,18 @@ class StageRunner:
     def now(self) -> float:
         return time.perf_counter() - self.t0
 
-    def run(self, stage: Stage, values: dict[str, Any], upcoming: Stage, *, chunk: Chunk | None = None, frames: tuple[int, int] | None = None) -> None:
-        """Run one stage between the runtime's start/end calls; ``upcoming`` is what runs next (the runtime prefetches it)."""
+    def run(
+        self, stage: Stage, values: dict[str, Any], upcoming: Stage, *, chunk: Chunk | None = None, frames: tuple[int, int] | None = None, flush: bool = False
+    ) -> None:
+        """Run one stage between the runtime's start/end calls; ``upcoming`` is what runs next (the runtime prefetches it);
+        ``flush``: the stage's ``flush`` instead (the run has ended: the frames it still holds)."""
         start_s = self.now()
         self.runtime.stage_starts(stage.name, stage.modules(), upcoming.modules())
         with torch.inference_mode():
-            stage.run(StageContext(self.session, stage.name, values))
+            context = StageContext(self.session, stage.name, values)
+            stage.flush(context) if flush else stage.run(context)
         self.runtime.stage_ends(stage.name, stage.modules())  # no device sync: the next stage's work queues behind this one's
-        missing = [name for name in stage.writes if name not in values]
+        missing = [name for name in (("frames",) if flush else stage.writes) if name not in values]
         if missing:
             raise PipelineGraphError(f"stage {stage.name!r} declared it writes {missing} but did not")
         self.tell(StageSpan(stage.name, stage.phase, start_s, self.now(), chunk, frames))

@@ -120,11 +120,10 @@ class Pipelines:
         with collecting(warnings):
             image = self.family.reference(path, options)
         height, width = image.shape[:2]
-        if (width, height) != (built.encoder.width, built.encoder.height):  # a family that sizes its output from the image
-            raise InputError(
-                f"the model fitted this reference to {width}x{height}, but this pipeline encodes "
-                f"{built.encoder.width}x{built.encoder.height}; give model_options a size"
-            )
+        expected = built.pipeline.reference_size
+        if (width, height) != expected:  # a family that sizes its output from the image
+            assert expected is not None, "a family's pipeline knows its size"
+            raise InputError(f"the model fitted this reference to {width}x{height}, but this pipeline takes {expected[0]}x{expected[1]}; give model_options a size")
         return image
 
     @property

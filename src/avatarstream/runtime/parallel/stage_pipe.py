@@ -45,6 +45,10 @@ class Stretch:
     chunk: tuple[str, int]
 
 
+#: What the decode rank reads when the run has ended and its last final stage holds frames: give them out.
+FLUSH = "flush"
+
+
 @dataclass(frozen=True)
 class Decoded:
     frames: np.ndarray
@@ -55,7 +59,9 @@ class RemoteWork(Protocol):
     """A stretch to finish elsewhere and what to make of the frames that come back."""
 
     @property
-    def stretch(self) -> Stretch: ...
+    def stretch(self) -> Stretch | None:
+        """None: the run's end, for final stages that hold frames (their ``flush``)."""
+        ...
 
     def complete(self, decoded: Decoded) -> Any: ...
 
@@ -86,6 +92,9 @@ class RemoteFinalizer:
     def submit(self, work: RemoteWork, inputs: Any = None) -> None:
         """Send the stretch now (``inputs``, what a local worker would keep alive for its stream, are sent before this returns)."""
         stretch = work.stretch
+        if stretch is None:
+            self._flush(work)
+            return
         latents = stretch.latents.to(self.device).contiguous()
         if self.announce:
             header = {"start": stretch.frames_range[0], "end": stretch.frames_range[1], "chunk": list(stretch.chunk), "dtype": str(latents.dtype),
@@ -102,6 +111,13 @@ class RemoteFinalizer:
             return work.complete(decoded)
 
         self._worker.submit(finish)
+
+    def _flush(self, work: RemoteWork) -> None:
+        """Ask the decode rank for the frames its last final stage still holds (no latents go with it)."""
+        if self.announce:  # else the rank making the frames flushes after its own last stretch
+            self.control.put(_key(self.run, self._sent), pack({FLUSH: True}))
+            self._sent += 1
+        self._worker.submit(lambda: work.complete(self._receive()))
 
     def _receive(self) -> Decoded:
         header = torch.empty(HEADER, dtype=torch.int64, device=self.device)
@@ -130,7 +146,9 @@ class LocalWork(Protocol):
     """A stretch of final latents made on this rank: to send on, or to finish here."""
 
     @property
-    def stretch(self) -> Stretch: ...
+    def stretch(self) -> Stretch | None:
+        """None: the run's end, for final stages that hold frames."""
+        ...
 
     def decoded(self) -> Decoded: ...
 
@@ -146,6 +164,8 @@ class FinalLatentsHandOn:
     def submit(self, work: LocalWork, inputs: Any = None) -> None:
         if self.to_decoder is None:
             send_decoded(work.decoded(), self.from_decoder, self.device)
+            return
+        if work.stretch is None:  # the run's end: the lead tells the decode rank to give out what it holds
             return
         while len(self._sending) >= MAX_PENDING_SENDS:
             self._sending.popleft()[0].wait()
@@ -165,23 +185,27 @@ class FinalLatentsHandOn:
             self._sending.popleft()[0].wait()
 
 
-def receive_stretches(control: ControlChannel, run: int, to_decoder: dist.ProcessGroup, device: torch.device, source: int = 0) -> Iterator[Stretch]:
+def receive_stretches(control: ControlChannel, run: int, to_decoder: dist.ProcessGroup, device: torch.device, source: int = 0) -> Iterator[Stretch | str]:
     """The decode rank's side: every stretch of a run, in order, until the lead closes it; the latents come from
-    ``source`` (the lead, or the last step's rank under ``steps=N``), the announcements from the lead.
+    ``source`` (the lead, or the last step's rank under ``steps=N``), the announcements from the lead. ``FLUSH``: the run
+    has ended, and the final stages give out the frames they hold.
 
     Double-buffered: once a stretch has arrived, the receive of the next one is
     posted (when the lead has announced it) before this one is decoded.
     """
     wire = wire_device(to_decoder, device)
 
-    def post(index: int, *, wait: bool) -> tuple[dict[str, Any], torch.Tensor, dist.Work] | bool:
-        """The receive of stretch ``index`` under way; False when the run is over, True when not announced yet (``wait=False``)."""
+    def post(index: int, *, wait: bool) -> tuple[dict[str, Any], torch.Tensor, dist.Work] | bool | str:
+        """The receive of stretch ``index`` under way; False when the run is over, True when not announced yet (``wait=False``),
+        ``FLUSH`` at the run's end for final stages that hold frames."""
         key = _key(run, index)
         if not wait and not control.store.check([key]):
             return True
         header, _ = unpack(control.take(key, readers=1))
         if header.get("end"):
             return False
+        if header.get(FLUSH):
+            return FLUSH
         spec: dict[str, Any] = header["stretch"]  # type: ignore[assignment]
         latents = torch.empty(spec["shape"], dtype=DTYPES[spec["dtype"]], device=wire)
         receiving = dist.irecv(latents, source, group=to_decoder)
@@ -191,6 +215,12 @@ def receive_stretches(control: ControlChannel, run: int, to_decoder: dist.Proces
     index = 0
     current = post(index, wait=True)
     while not isinstance(current, bool):
+        if current == FLUSH:
+            yield FLUSH
+            index += 1
+            current = post(index, wait=True)
+            continue
+        assert not isinstance(current, str)
         spec, latents, receiving = current
         receiving.wait()
         upcoming = post(index + 1, wait=False)
