@@ -14,6 +14,12 @@ framework assembles the runtime and the pipeline from the spec, so the CLI,
 the server, the fleet, the Python API and the benchmarks run the family with
 nothing else to write.
 
+An upscaler (a super-resolution stage after any family's frames) is a class
+registered under ``avatarstream.upscalers`` the same way: options, ``load``,
+and ``build`` returning an ``UpscaleSpec`` (final stages that read and write
+``frames``; the last may hold frames back, ``Stage.holds_frames``, and give
+them out in its ``flush``).
+
 Import from here only: the modules behind these names may move. The
 interface, the options and ``InputError`` load no torch; every other name is
 imported on first use, so a module that defines a family class with them (and
@@ -29,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from avatarstream.errors import InputError
 from avatarstream.families.base import Family, FamilyClass, WeightsCheck
 from avatarstream.families.options import FamilyOptions, option
+from avatarstream.families.upscaler import Upscaler, UpscalerClass, UpscaleSpec
 
 if TYPE_CHECKING:
     from avatarstream.families.block_plan import BlockPlan
@@ -111,6 +118,9 @@ __all__ = [
     "Stage",
     "StageContext",
     "Strategy",
+    "UpscaleSpec",
+    "Upscaler",
+    "UpscalerClass",
     "WeightsCheck",
     "device_and_dtype",
     "image_to_video_tensor",
