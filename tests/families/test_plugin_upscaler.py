@@ -24,7 +24,10 @@ from avatarstream.families.registry import UPSCALERS, load_family, registered
 from avatarstream.families.upscaler import Upscale
 from avatarstream.publish.media import MediaChunk
 from avatarstream.sources.pcm import PcmBlock
+from families.test_plugin_strategy import render
 from pipeline.test_resume import Saver
+from publish.mp4_checks import decode
+from sources.sine_files import write_sine
 
 RATE = 16000
 SPEECH = Path(__file__).resolve().parents[1] / "fixtures" / "liveavatar-tiny" / "cases" / "speech.wav"
@@ -108,3 +111,19 @@ def test_a_session_that_saves_its_state_refuses_an_upscaler_that_holds_frames() 
     pipeline = build_pipeline(family, torch.device("cpu"))
     with pytest.raises(InputError, match="holds frames back"):
         list(pipeline.stream(_speech(0.5), family.reference(None), observers=[Saver()]))
+
+
+def test_on_a_decode_rank_of_its_own_the_held_frames_are_flushed_to_rank_0(tmp_path: Path) -> None:
+    """``--parallel decode``: the final stages, the holding upscaler last, run on rank 1; the run's end reaches it as a
+    flush, and the video is the one process makes (gloo)."""
+    speech = tmp_path / "speech.wav"
+    write_sine(speech, "pcm_s16le", 16000, 1, 1.7)  # 42 frames: the upscaler holds 1 at the end (25 + 2 x 8)
+    upscale = ("--upscale", "held-nearest", "--upscale-lead", "25")
+    alone = render(speech, tmp_path / "one.mp4", tmp_path / "one.log", *upscale)
+    assert alone.returncode == 0, alone.stderr[-2000:]
+    split = render(speech, tmp_path / "two.mp4", tmp_path / "two.log", *upscale, "--nproc", "2", "--parallel", "decode")
+    assert split.returncode == 0, split.stderr[-2000:]
+    one, two = decode(tmp_path / "one.mp4"), decode(tmp_path / "two.mp4")
+    assert len(two.frames) == len(one.frames) == 42
+    np.testing.assert_array_equal(np.stack(two.frames), np.stack(one.frames))
+    np.testing.assert_array_equal(two.audio, one.audio)
