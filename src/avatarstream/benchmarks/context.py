@@ -18,6 +18,7 @@ from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family, optional
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.registry import family_class, load_family, names
+from avatarstream.families.upscaler import NO_UPSCALE, Upscale
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image
@@ -40,6 +41,7 @@ class BenchContext:
     model_options: FamilyOptions | None = None
     argv: list[str] = field(default_factory=list)
     compile: bool = False  # --compile: every pipeline's DiT blocks compiled (a scenario may ask for either)
+    upscale: Upscale = NO_UPSCALE  # --upscale: the upscaler the loaded model's frames go through
     _speech: dict[int, np.ndarray] = field(default_factory=dict)
     _loaded: Family | None = None
 
@@ -51,7 +53,7 @@ class BenchContext:
         """The family loaded exactly as ``render`` loads it (``--weights``, the load options), warmed up, and its load time."""
         start = time.perf_counter()
         if self._loaded is None:
-            self._loaded = load_family(self.model, self.weights, self.options, device=self.device)
+            self._loaded = self.upscale.load(load_family(self.model, self.weights, self.options, device=self.device), device=self.device)
         load_s = time.perf_counter() - start
         self._warm_up(self._loaded)
         return self._loaded, load_s

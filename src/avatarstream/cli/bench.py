@@ -10,7 +10,7 @@ from pathlib import Path
 
 from avatarstream.benchmarks.catalog import SUMMARIES
 from avatarstream.cli.help_format import DefaultsHelpFormatter
-from avatarstream.cli.model_args import add_model_arguments, model_options
+from avatarstream.cli.model_args import add_model_arguments, model_options, upscale_request
 from avatarstream.cli.runtime_args import add_compile_argument, add_runtime_arguments
 from avatarstream.errors import InputError
 from avatarstream.families.registry import check_weights
@@ -41,9 +41,10 @@ def add_parser(commands: argparse._SubParsersAction, model: str | None, upscaler
 def run(args: argparse.Namespace) -> int:
     if args.seconds <= 0 or args.minutes <= 0 or args.repeats < 1:
         raise InputError("--seconds and --minutes must be positive and --repeats at least 1")
-    options = model_options(args)
+    options, upscale = model_options(args), upscale_request(args)
     if args.weights is not None:  # a folder named must be good (a scenario that makes its own model needs none)
         check_weights(args.model, args.weights, options)
+    upscale.check()
     import torch  # the scenarios load models: torch and the model code come in only now that the command line is good
     from tqdm import tqdm
 
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         model_options=options,
         argv=args.argv,
         compile=args.compile,
+        upscale=upscale,
     )
     machine = {
         "date": datetime.date.today().isoformat(),

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from avatarstream.cli.help_format import DefaultsHelpFormatter
-from avatarstream.cli.model_args import add_model_arguments, model_options
+from avatarstream.cli.model_args import add_model_arguments, model_options, upscale_request
 from avatarstream.cli.runtime_args import add_runtime_arguments
 from avatarstream.errors import InputError
 from avatarstream.families.registry import check_weights
@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     check_port(args.host, args.port, "--port", what="the worker")
     if args.server_url is None:  # the model loads here: a wrong weights folder is told before torch loads
         check_weights(args.model, args.weights, model_options(args))
+        upscale_request(args).check()
     try:
         from aiohttp import web
 
@@ -82,7 +83,8 @@ def _engines(args: argparse.Namespace) -> Any:
     set_threads(args.threads)
     options = model_options(args)
     device = resolve_device(args.device)
-    family = load_family(args.model, args.weights, options.given("load"), device=device)
+    upscale = upscale_request(args)
+    family = upscale.load(load_family(args.model, args.weights, options.given("load"), device=device), device=device)
     build = {k: v for k, v in options.given().items() if k not in options.given("load")}
     LocalEngine(family, reference=args.reference, model_options=build, device=device)  # checks the reference and the options now
     return lambda: LocalEngine(family, reference=args.reference, model_options=build, device=device)

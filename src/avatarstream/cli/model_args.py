@@ -75,7 +75,10 @@ def _add_family_arguments(p: argparse.ArgumentParser, model: str | None) -> None
 def _add_upscale_arguments(p: argparse.ArgumentParser, upscaler: str | None) -> None:
     g = p.add_argument_group("upscaler", "a super-resolution stage after the model: every frame comes out larger")
     g.add_argument(
-        "--upscale", metavar="NAME", choices=names(UPSCALERS), help=f"upscaler to run on the model's frames: {', '.join(names(UPSCALERS))} (`avatarstream families`)"
+        "--upscale",
+        metavar="NAME",
+        choices=names(UPSCALERS),
+        help=f"upscaler to run on the model's frames: {', '.join(names(UPSCALERS))} (`avatarstream families`)",
     )
     g.add_argument("--upscale-weights", type=Path, metavar="DIR", help="the upscaler's weights folder, laid out as downloaded")
     if upscaler is None or upscaler not in registered(UPSCALERS):

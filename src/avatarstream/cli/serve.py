@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from avatarstream.cli.encoder_args import add_x264_preset_argument
 from avatarstream.cli.help_format import DefaultsHelpFormatter
-from avatarstream.cli.model_args import add_model_arguments, model_options
+from avatarstream.cli.model_args import add_model_arguments, model_options, upscale_request
 from avatarstream.cli.runtime_args import add_compile_argument, add_parallel_argument, add_runtime_arguments
 from avatarstream.errors import InputError
 from avatarstream.families.registry import check_weights
@@ -77,6 +77,7 @@ def server_settings(args: argparse.Namespace, *, max_sessions: int, processes: i
     """The settings ``add_server_arguments``, the runtime and the model arguments give, checked."""
     from avatarstream.serve.settings import ServeSettings
 
+    upscale = upscale_request(args)
     if not 0 < args.max_upload_mb < 2**20:  # also refuses NaN, which round() below could not convert
         raise InputError(f"--max-upload-mb must be a number of MiB above 0 (and below 1 TiB), got {args.max_upload_mb}")
     return ServeSettings(
@@ -99,6 +100,9 @@ def server_settings(args: argparse.Namespace, *, max_sessions: int, processes: i
         processes=processes,
         compile=args.compile,
         ice_servers=tuple(args.ice_server),
+        upscale=upscale.name,
+        upscale_weights=args.upscale_weights,
+        upscale_options=upscale.options_json(),
     )
 
 

@@ -79,7 +79,9 @@ class Cascade:
     def __post_init__(self) -> None:
         clash = sorted(set(self.base.modules) & set(self.upscaler.modules))
         if clash:
-            raise PipelineGraphError(f"the upscaler {self.upscaler.name!r} names its modules {clash} as the {self.base.name} model does; an upscaler's modules need names of their own (sr_...)")
+            raise PipelineGraphError(
+                f"the upscaler {self.upscaler.name!r} names its modules {clash} as the {self.base.name} model does; an upscaler's modules need names of their own (sr_...)"
+            )
         self.modules = {**self.base.modules, **self.upscaler.modules}
         self.name = self.base.name
         self.weights = f"{self.base.weights}; upscaled by {self.upscaler.name} ({self.upscaler.weights})"
@@ -101,7 +103,11 @@ class Cascade:
         upscale = self.upscaler.build(spec.frame_size, spec.fps, self.upscale_options)
         settings = {**spec.settings, "upscale": {"upscaler": self.upscaler.name, **upscale.settings}}
         return dataclasses.replace(
-            spec, stages=[*spec.stages, *upscale.stages], frame_size=upscale.frame_size, settings=settings, reference_size=spec.reference_size or spec.frame_size
+            spec,
+            stages=[*spec.stages, *upscale.stages],
+            frame_size=upscale.frame_size,
+            settings=settings,
+            reference_size=spec.reference_size or spec.frame_size,
         )
 
     def reference(self, path: Path | None, options: OptionsLike = None) -> np.ndarray:
@@ -126,6 +132,14 @@ class Upscale:
         from avatarstream.families.registry import UPSCALERS, check_weights
 
         check_weights(self.name, self.weights, self.options, UPSCALERS)
+
+    def options_json(self) -> dict[str, Any]:
+        """The upscaler's options as JSON (what a server's settings carry); none without an upscaler."""
+        if self.name is None:
+            return {}
+        from avatarstream.families.registry import UPSCALERS, options_class
+
+        return options_class(self.name, UPSCALERS).parse(self.options).to_json()
 
     def load(self, family: Family, *, device: Any, seed: int = 0) -> Family:
         """``family`` followed by this upscaler, loaded now (``family`` itself when no upscaler is named)."""

@@ -73,6 +73,7 @@ async def _request(form: SessionForm, model: str, limit: int, **more: Any) -> Op
         outputs=form.outputs.model_dump_json(),
         reference=image,
         reference_type=kind,
+        upscale=form.upscale,
         **more,
     )
 

@@ -98,6 +98,9 @@ class FleetArgs(BaseModel):
     idle_timeout_s: float = 300.0
     drain_timeout_s: float = 3600.0
     ice_servers: list[str] = []  # the WebRTC viewers' STUN/TURN servers (none: host candidates only; publish/ice.py)
+    upscale: str | None = None  # an upscaler after the model (``avatarstream families`` lists them), with its weights and options
+    upscale_weights: Path | None = None
+    upscale_options: dict[str, Any] = {}
 
 
 def app_builder(args: dict[str, Any]) -> Application:
@@ -112,6 +115,10 @@ def app_builder(args: dict[str, Any]) -> Application:
         device=parsed.device,
         idle_timeout_s=parsed.idle_timeout_s,
         ice_servers=tuple(parsed.ice_servers),
+        upscale=parsed.upscale,
+        upscale_weights=parsed.upscale_weights,
+        upscale_options=parsed.upscale_options,
     )
-    fields = parsed.model_dump(exclude={"model", "weights", "model_options", "device", "idle_timeout_s", "ice_servers"})
+    serve_fields = {"model", "weights", "model_options", "device", "idle_timeout_s", "ice_servers", "upscale", "upscale_weights", "upscale_options"}
+    fields = parsed.model_dump(exclude=serve_fields)
     return build_app(FleetSettings(serve=serve_settings, **fields))

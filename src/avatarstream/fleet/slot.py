@@ -51,6 +51,7 @@ class OpenRequest:
     mode: Literal["live", "batch"] = "live"  # batch: a job, rendering ``audio`` (a whole file) to MP4
     audio: bytes | None = None
     audio_type: str | None = None
+    upscale: bool | None = None  # run the replica's upscaler (None: when it has one)
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ class SessionSlot:
     async def _start(self, request: OpenRequest) -> Session:
         upload = _upload(request.reference, "reference", request.reference_type)
         audio = _upload(request.audio, "audio", request.audio_type)
-        form = SessionForm(request.identity, upload, request.model_options, request.prompt, request.seed, parse_outputs(request.outputs))
+        form = SessionForm(request.identity, upload, request.model_options, request.prompt, request.seed, parse_outputs(request.outputs), request.upscale)
         return await open_session(self.context, request.mode, form, audio, resume=request.resume, saving=request.mode == "live")
 
     def _report(self, kind: Literal["opened", "saved", "ended"], session: Session, saved: SavedSession | None = None) -> SlotReport:

@@ -26,6 +26,7 @@ from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.registry import DEFAULT_MODEL
+from avatarstream.families.upscaler import Upscale
 from avatarstream.input_warnings import Warnings
 from avatarstream.integrations.engine import AUDIO_RATE, AvatarFrame
 from avatarstream.runtime.devices import resolve_device
@@ -49,6 +50,9 @@ class LocalEngine:
         weights: str | os.PathLike[str] | None = None,
         reference: str | os.PathLike[str] | None = None,
         model_options: FamilyOptions | Mapping[str, Any] | None = None,
+        upscale: str | None = None,
+        upscale_weights: str | os.PathLike[str] | None = None,
+        upscale_options: FamilyOptions | Mapping[str, Any] | None = None,
         device: str | torch.device = "auto",
         prompt: str = "",
         seed: int = 0,
@@ -60,7 +64,8 @@ class LocalEngine:
             raise InputError(f"reference image {reference} not found; give a PNG or JPEG file, or None for the model's default avatar")
         run_device = resolve_device(str(device))
         self.warnings = Warnings(on_new=_print_warning)
-        family, self.name, options = open_model(model, weights, model_options, run_device, self.warnings)
+        upscaler = Upscale(upscale, upscale_weights, upscale_options)
+        family, self.name, options = open_model(model, weights, model_options, run_device, self.warnings, upscaler)
         self.pipeline = build_pipeline(family, run_device, options, overlap=run_device.type == "cuda")
         self.pipeline.prepare()
         if self.pipeline.output_sample_rate != AUDIO_RATE:

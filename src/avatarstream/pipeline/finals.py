@@ -143,7 +143,9 @@ class Flush:
         media = self.finals.ledger.take(frames)
         if self.finals.ledger.frames_owed:
             name = self.finals.stages[-1].name
-            raise PipelineGraphError(f"stage {name!r} still held {self.finals.ledger.frames_owed} frames after its flush; it must give out every frame it was given")
+            raise PipelineGraphError(
+                f"stage {name!r} still held {self.finals.ledger.frames_owed} frames after its flush; it must give out every frame it was given"
+            )
         return media
 
 

@@ -98,6 +98,8 @@ class Pipeline:
         self.audio_frames_before = max(c[0] for c in contexts)
         self.audio_frames_after = max(c[1] for c in contexts)
         self.whole_audio = any(s.needs_whole_audio for s in self.stages)
+        # the last final stage gives frames out later than it is given them (an upscaler): a run's state cannot be saved
+        self.holds_frames = bool(self._by_phase["final"]) and self._by_phase["final"][-1].holds_frames
 
     @classmethod
     def from_spec(cls, spec: PipelineSpec, runtime: Runtime, *, overlap: bool = False, read_ahead: bool = False) -> Pipeline:

@@ -87,7 +87,7 @@ async def open_session(
     built = source = None
     warnings = Warnings(model_warnings(pipelines.family))
     try:
-        built = await server.blocking(pipelines.acquire, options)
+        built = await server.blocking(pipelines.acquire, options, form.upscale)
         if mode == "live" and built.pipeline.whole_audio:
             raise InputError("these model_options read the whole audio before the first frame, which a live session never has: send a batch job (POST /jobs)")
         make = partial(pipelines.reference, built, options=options, warnings=warnings)
@@ -102,6 +102,7 @@ async def open_session(
             pipelines.release(built)
         manager.release(folder)
         raise
+    saving = saving and not built.pipeline.holds_frames  # an upscaler's held frames cannot travel in a saved state
     return manager.start(mode, folder, outputs, built, image, form.prompt, form.seed, source, resume=resume, saving=saving, warnings=warnings)
 
 
@@ -115,6 +116,7 @@ class SessionForm:
     prompt: str
     seed: int
     outputs: Outputs
+    upscale: bool | None = None  # run the server's upscaler (None: when it has one)
 
 
 class _Who(NamedTuple):
@@ -125,6 +127,7 @@ class _Who(NamedTuple):
     model_options: str
     prompt: str
     seed: int
+    upscale: bool | None
 
 
 def _who_form(
@@ -133,24 +136,29 @@ def _who_form(
     model_options: Annotated[str, Form(max_length=MODEL_OPTIONS_MAX, description=MODEL_OPTIONS_HELP)] = "{}",
     prompt: Annotated[str, Form(max_length=2000)] = "",
     seed: Annotated[int, Form()] = 0,
+    upscale: Annotated[bool | None, Form(description="run the server's upscaler on this session's frames (default: when the server has one)")] = None,
 ) -> _Who:
     if seed < 0:
         raise InputError(f"seed must be 0 or more, got {seed}")
-    return _Who(identity, reference, model_options, prompt, seed)
+    return _Who(identity, reference, model_options, prompt, seed, upscale)
 
 
 def session_form(
     who: Annotated[_Who, Depends(_who_form)],
     outputs: Annotated[str, Form(description='JSON of Outputs, e.g. {"hls": true, "webrtc": true, "file": true}')] = "{}",
 ) -> SessionForm:
-    return SessionForm(*who, parse_outputs(outputs))
+    return _form(who, outputs)
+
+
+def _form(who: _Who, outputs: str) -> SessionForm:
+    return SessionForm(who.identity, who.reference, who.model_options, who.prompt, who.seed, parse_outputs(outputs), who.upscale)
 
 
 def job_form(
     who: Annotated[_Who, Depends(_who_form)],
     outputs: Annotated[str, Form(description="JSON of Outputs; the MP4 is always written (outputs.file reads true)")] = '{"hls": false}',
 ) -> SessionForm:
-    return SessionForm(*who, parse_outputs(outputs))
+    return _form(who, outputs)
 
 
 @router.post("", status_code=201, response_model=SessionInfo, responses=ERRORS, summary="Open a live session", dependencies=[Depends(form_body)])

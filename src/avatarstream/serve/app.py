@@ -67,7 +67,10 @@ def load_pipeline(settings: ServeSettings, device: torch.device, parallel: Paral
     groups)."""
     set_threads(settings.threads)
     options = settings.family_options()
-    family = load_family(settings.model, settings.weights, options, device=device)
+    upscale = settings.upscaler()
+    family = load_family(
+        settings.model, settings.weights, options, device=device, upscale=upscale.name, upscale_weights=upscale.weights, upscale_options=upscale.options
+    )
     pipeline = build_pipeline(family, device, options, parallel=parallel)
     if settings.compile:
         pipeline.compile()

@@ -10,6 +10,10 @@ every one is in use a new set is refused (503) rather than the server growing.
 
 A pipeline knows its frame size, and a family fits a reference from the
 options it is given, so references are fitted without building anything.
+
+A server started with an upscaler (``--upscale``) runs it on every session
+unless the session says ``upscale=false``: that session gets the family's own
+pipeline (same modules, frames at the family's size), built like any other.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from avatarstream.errors import InputError
 from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.options import FamilyOptions
+from avatarstream.families.upscaler import Cascade
 from avatarstream.input_warnings import Warnings, collecting
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.publish.settings import EncoderSettings
@@ -86,9 +91,14 @@ class Pipelines:
         """A session's ``model_options`` form field merged over the server's options."""
         return self.options.merged(parse_model_options(type(self.options), text))
 
-    def acquire(self, options: FamilyOptions) -> Built:
-        """The pipeline for a session's merged options (blocking: it may build one); ``release`` it when the session ends."""
+    def acquire(self, options: FamilyOptions, upscale: bool | None = None) -> Built:
+        """The pipeline for a session's merged options (blocking: it may build one), with the server's upscaler or without
+        (``upscale`` False; None: as the server runs); ``release`` it when the session ends."""
         key = build_key(options)
+        if upscale and not isinstance(self.family, Cascade):
+            raise InputError("upscale: this server has no upscaler; start it with --upscale NAME (avatarstream families lists them)")
+        if upscale is False and isinstance(self.family, Cascade):
+            key = (*key, ("upscale", False))
         if key == self.shared.key:
             return self.shared
         if self.parallel:
@@ -101,7 +111,8 @@ class Pipelines:
             built = self._others.get(key)
             if built is None:
                 self._make_room()
-                built = self._others[key] = self._build(key, options)
+                family = self.family.base if isinstance(self.family, Cascade) and ("upscale", False) in key else self.family
+                built = self._others[key] = self._build(key, options, family)
             self._others.move_to_end(key)
             self._users[key] = self._users.get(key, 0) + 1
             return built
@@ -123,7 +134,9 @@ class Pipelines:
         expected = built.pipeline.reference_size
         if (width, height) != expected:  # a family that sizes its output from the image
             assert expected is not None, "a family's pipeline knows its size"
-            raise InputError(f"the model fitted this reference to {width}x{height}, but this pipeline takes {expected[0]}x{expected[1]}; give model_options a size")
+            raise InputError(
+                f"the model fitted this reference to {width}x{height}, but this pipeline takes {expected[0]}x{expected[1]}; give model_options a size"
+            )
         return image
 
     @property
@@ -132,9 +145,9 @@ class Pipelines:
         with self._lock:
             return {key: self._users.get(key, 0) for key in self._others}
 
-    def _build(self, key: Key, options: FamilyOptions) -> Built:
+    def _build(self, key: Key, options: FamilyOptions, family: Family) -> Built:
         try:
-            pipeline = build_pipeline(self.family, self.device, options)
+            pipeline = build_pipeline(family, self.device, options)
             if self.compile:
                 pipeline.compile()
             encoder = self._encoder(pipeline)

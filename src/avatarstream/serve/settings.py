@@ -11,6 +11,7 @@ from typing import Any
 from avatarstream.errors import InputError
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.registry import options_class
+from avatarstream.families.upscaler import Upscale
 from avatarstream.publish.ice import check_ice_servers
 
 
@@ -52,6 +53,9 @@ class ServeSettings:
     processes: int = 1  # torchrun processes that run each session together (--nproc)
     compile: bool = False  # every pipeline's DiT blocks compiled (--compile)
     ice_servers: tuple[str, ...] = ()  # the sessions' WebRTC STUN/TURN servers (none: host candidates only; publish/ice.py)
+    upscale: str | None = None  # an upscaler every session runs after the model (unless it asks not to), ``--upscale``
+    upscale_weights: Path | None = None
+    upscale_options: Mapping[str, Any] = field(default_factory=dict)  # the upscaler's own options (FamilyOptions.to_json())
 
     def __post_init__(self) -> None:
         if self.token is not None and len(self.token) < 8:
@@ -80,10 +84,15 @@ class ServeSettings:
         if self.lookahead_s is not None and not self.lookahead_s > 0:
             raise InputError(f"lookahead must be positive, got {self.lookahead_s}")
         self.family_options()  # an unknown model or option, or a value out of range, is refused before anything loads
+        self.upscaler().check()
 
     def family_options(self) -> FamilyOptions:
         """``model_options`` as the family's options dataclass (an InputError names a bad option and its range)."""
         return options_class(self.model).parse(self.model_options)
+
+    def upscaler(self) -> Upscale:
+        """The upscaler every session runs (its name None: none), its options checked by its dataclass."""
+        return Upscale(self.upscale, self.upscale_weights, self.upscale_options or None)
 
 
 def is_loopback(host: str) -> bool:
