@@ -14,7 +14,7 @@ from typing import Any
 
 from avatarstream.errors import InputError
 from avatarstream.families.base import optional
-from avatarstream.families.registry import family_class, names
+from avatarstream.families.registry import FAMILIES, UPSCALERS, family_class, names
 from avatarstream.parity.checks import Check
 from avatarstream.parity.fixture import GoldenSet
 from avatarstream.parity.video import frame_checks, golden_frames
@@ -67,8 +67,10 @@ def _component_checks(gs: GoldenSet, on_case: Callable[[str], None]) -> list[Che
 
 
 def _porting_family(gs: GoldenSet) -> Any:
+    """The class of the family (or upscaler) whose ``golden_repos`` names the set's reference repository."""
     repo = gs.reference_repo
-    porting = [name for name in names() if repo in optional(family_class(name), "golden_repos")]
-    if not porting:
-        raise InputError(f"no installed model family ports {repo!r} (golden.json's reference.repo); `avatarstream families` lists them")
-    return family_class(porting[0])
+    for kind in (FAMILIES, UPSCALERS):
+        porting = [name for name in names(kind) if repo in optional(family_class(name, kind), "golden_repos")]
+        if porting:
+            return family_class(porting[0], kind)
+    raise InputError(f"no installed model family or upscaler ports {repo!r} (golden.json's reference.repo); `avatarstream families` lists them")
