@@ -61,7 +61,11 @@ class FlashVSRUpscaler:
         assert weights is not None
         layout = resolve(weights, parsed.mode or "tiny")
         networks = FlashVSRNetworks.load(layout, parsed.torch_dtype(device))
-        modules = {"sr_dit": Module("sr_dit", networks.dit), "sr_lq_proj": Module("sr_lq_proj", networks.lq_proj), "sr_decoder": Module("sr_decoder", networks.decoder)}
+        modules = {
+            "sr_dit": Module("sr_dit", networks.dit),
+            "sr_lq_proj": Module("sr_lq_proj", networks.lq_proj),
+            "sr_decoder": Module("sr_decoder", networks.decoder),
+        }
         return cls(networks, modules, f"{weights} ({layout.mode} mode)")
 
     def build(self, frame_size: tuple[int, int], fps: int, options: FamilyOptions) -> UpscaleSpec:
