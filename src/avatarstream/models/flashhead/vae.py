@@ -11,7 +11,7 @@ it from torch's global, unseeded generator).
 from __future__ import annotations
 
 import torch
-from diffusers import AutoencoderKLLTXVideo
+from diffusers.models.autoencoders.autoencoder_kl_ltx import AutoencoderKLLTXVideo
 from diffusers.models.autoencoders.autoencoder_kl_wan import AutoencoderKLWan
 from torch import nn
 
