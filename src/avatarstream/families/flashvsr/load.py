@@ -50,7 +50,7 @@ def _recognised(read: Callable[[Shapes], C], shapes: Shapes, path: Path, what: s
     except KeyError as exc:
         raise InputError(f"{path} has no {exc.args[0]} of the expected rank: it is not {what}") from exc
     except ValueError as exc:
-        raise InputError(f"{path}: {exc}; it is not {what}") from exc
+        raise InputError(f"{path}: {exc} (expected {what})") from exc
 
 
 def dit_config(path: Path, config: Path | None) -> DiTConfig:

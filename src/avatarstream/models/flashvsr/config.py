@@ -75,19 +75,12 @@ class DiTConfig:
         dim, in_dim, *patch = _shape(shapes, "patch_embedding.weight", 5)
         layers = 1 + max((int(k.split(".")[1]) for k in shapes if k.startswith("blocks.") and k.split(".")[1].isdigit()), default=-1)
         head = _shape(shapes, "head.head.weight", 2)[0]
+        ffn_dim = _shape(shapes, "blocks.0.ffn.0.weight", 2)[0]
+        text_dim = _shape(shapes, "text_embedding.0.weight", 2)[1]
+        freq_dim = _shape(shapes, "time_embedding.0.weight", 2)[1]
         if dim % HEAD_DIM:
             raise ValueError(f"a DiT {dim} wide does not split into heads of {HEAD_DIM}; give a config.json with num_heads")
-        return cls(
-            dim=dim,
-            num_heads=dim // HEAD_DIM,
-            num_layers=layers,
-            ffn_dim=_shape(shapes, "blocks.0.ffn.0.weight", 2)[0],
-            text_dim=_shape(shapes, "text_embedding.0.weight", 2)[1],
-            freq_dim=_shape(shapes, "time_embedding.0.weight", 2)[1],
-            in_dim=in_dim,
-            out_dim=head // math.prod(patch),
-            patch_size=(patch[0], patch[1], patch[2]),
-        )
+        return cls(dim, dim // HEAD_DIM, layers, ffn_dim, text_dim, freq_dim, in_dim, head // math.prod(patch), patch_size=(patch[0], patch[1], patch[2]))
 
 
 @dataclass(frozen=True)
