@@ -28,7 +28,7 @@ from avatarstream.errors import InputError
 from avatarstream.families.flashvsr.layout import resolve
 from avatarstream.families.flashvsr.networks import FlashVSRNetworks
 from avatarstream.models.flashvsr.block_mask import topk_ratio
-from avatarstream.models.flashvsr.config import CALL_LATENTS, FIRST_CALL_LATENTS, PIXELS_PER_TOKEN
+from avatarstream.models.flashvsr.config import CALL_LATENTS, FIRST_CALL_LATENTS, PIXELS_PER_TOKEN, TIMESTEP
 from avatarstream.models.flashvsr.dit import KVCache, Sparsity
 from avatarstream.models.flashvsr.frames import to_unit, upscale
 from avatarstream.models.flashvsr.stream import CallRecord, FlashVSRStream, first_latent
@@ -163,7 +163,7 @@ def _teacher_forced(gs: GoldenSet, nets: FlashVSRNetworks, t: Entries, settings:
     """Each call's velocity and masks from the stored noise and LQ tokens; the stored cache before the call that has one."""
     tol = gs.tolerance("stream", "c_v")
     dit = nets.dit
-    step, cross = dit.timestep(1000.0, torch.float32, CPU), dit.cross_kv(nets.prompt)
+    step, cross = dit.timestep(TIMESTEP, torch.float32, CPU), dit.cross_kv(nets.prompt)
     sparsity = Sparsity(int(settings["local_range"]), topk_ratio(float(settings["sparse_ratio"]), height, width), int(settings["kv_ratio"]))
     cache, cache_call, cache_tol = KVCache.empty(dit.config.num_layers), int(settings["dit_cache_call"]), gs.tolerance("stream", "cache")
     per_slab = windows_per_slab(height // PIXELS_PER_TOKEN, width // PIXELS_PER_TOKEN)
