@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -131,7 +132,7 @@ def test_the_tiny_checkpoint_loads_in_both_modes(tmp_path: Path) -> None:
 def test_options_have_bounds_defaults_and_no_torch_import() -> None:
     options = FlashVSROptions.parse({"mode": "full", "kv_ratio": 4})
     assert options.decoder_mode == "full"
-    assert options.settings() == {"sparse_ratio": 2.0, "local_range": 11, "kv_ratio": 4, "color_fix": True}
+    assert dataclasses.asdict(options.settings()) == {"sparse_ratio": 2.0, "local_range": 11, "kv_ratio": 4, "color_fix": True}
     assert FlashVSROptions().decoder_mode == "tiny"
     for bad in ({"sparse_ratio": 0.0}, {"local_range": 0}, {"mode": "huge"}, {"kv_ratio": 1.5}):
         with pytest.raises(InputError):

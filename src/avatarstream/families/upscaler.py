@@ -44,7 +44,7 @@ class UpscaleSpec:
 
 
 class Upscaler(Protocol):
-    """A loaded upscaler: its modules (named apart from any family's: ``sr_...``) and the stages it appends."""
+    """A loaded upscaler: its modules (named after it, apart from any family's: ``flashvsr_dit``) and the stages it appends."""
 
     name: str
     weights: str  # where its weights came from, for reports
@@ -80,7 +80,7 @@ class Cascade:
         clash = sorted(set(self.base.modules) & set(self.upscaler.modules))
         if clash:
             raise PipelineGraphError(
-                f"the upscaler {self.upscaler.name!r} names its modules {clash} as the {self.base.name} model does; an upscaler's modules need names of their own (sr_...)"
+                f"the upscaler {self.upscaler.name!r} names its modules {clash} as the {self.base.name} model does; an upscaler's modules need names of their own (its name first: flashvsr_dit)"
             )
         self.modules = {**self.base.modules, **self.upscaler.modules}
         self.name = self.base.name

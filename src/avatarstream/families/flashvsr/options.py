@@ -19,6 +19,16 @@ DEFAULT_COLOR_FIX = True
 
 
 @dataclass(frozen=True)
+class StreamSettings:
+    """What a stream is run with (``FlashVSRStream``'s keyword arguments), every one set."""
+
+    sparse_ratio: float
+    local_range: int
+    kv_ratio: int
+    color_fix: bool
+
+
+@dataclass(frozen=True)
 class FlashVSROptions(FamilyOptions):
     """Unset options take the reference example's values."""
 
@@ -38,14 +48,14 @@ class FlashVSROptions(FamilyOptions):
         dtype: torch.dtype = torch_dtype(self.dtype, device)
         return dtype
 
-    def settings(self) -> dict[str, object]:
+    def settings(self) -> StreamSettings:
         """The stream's settings, unset ones at their defaults."""
-        return {
-            "sparse_ratio": DEFAULT_SPARSE_RATIO if self.sparse_ratio is None else self.sparse_ratio,
-            "local_range": DEFAULT_LOCAL_RANGE if self.local_range is None else self.local_range,
-            "kv_ratio": DEFAULT_KV_RATIO if self.kv_ratio is None else self.kv_ratio,
-            "color_fix": DEFAULT_COLOR_FIX if self.color_fix is None else self.color_fix,
-        }
+        return StreamSettings(
+            sparse_ratio=DEFAULT_SPARSE_RATIO if self.sparse_ratio is None else self.sparse_ratio,
+            local_range=DEFAULT_LOCAL_RANGE if self.local_range is None else self.local_range,
+            kv_ratio=DEFAULT_KV_RATIO if self.kv_ratio is None else self.kv_ratio,
+            color_fix=DEFAULT_COLOR_FIX if self.color_fix is None else self.color_fix,
+        )
 
     @property
     def decoder_mode(self) -> str:

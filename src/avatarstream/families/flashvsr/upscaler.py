@@ -1,15 +1,16 @@
 """The ``flashvsr`` upscaler: FlashVSR (v1) as a streaming one-step super-resolution stage after any family.
 
 The DiT, the LQ projection and the decoder (TCDecoder in ``tiny`` mode, the
-Wan 2.1 VAE in ``full`` mode) are runtime modules named ``sr_dit``,
-``sr_lq_proj`` and ``sr_decoder``, so ``--residency`` places them beside the
-family's (``--residency dit=offloaded,sr_dit=offloaded`` hands one GPU from
-the base model to FlashVSR chunk by chunk). Frames come out 4x wider and
+Wan 2.1 VAE in ``full`` mode) are runtime modules named ``flashvsr_dit``,
+``flashvsr_lq_proj`` and ``flashvsr_decoder``, so ``--residency`` places them
+beside the family's (``--residency dit=offloaded,flashvsr_dit=offloaded`` hands
+one GPU from the base model to FlashVSR chunk by chunk). Frames come out 4x wider and
 taller, centre-cropped to multiples of 128 as the reference crops them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -19,6 +20,7 @@ import torch
 from avatarstream.errors import InputError
 from avatarstream.families.builtin_upscalers import BUILTIN_UPSCALERS
 from avatarstream.families.flashvsr.layout import resolve
+from avatarstream.families.flashvsr.load import LATENT_CHANNELS
 from avatarstream.families.flashvsr.networks import FlashVSRNetworks
 from avatarstream.families.flashvsr.options import FlashVSROptions
 from avatarstream.families.options import FamilyOptions
@@ -26,12 +28,10 @@ from avatarstream.families.upscaler import UpscaleSpec
 from avatarstream.models.flashvsr.config import SIZE_MULTIPLE
 from avatarstream.models.flashvsr.frames import output_size
 from avatarstream.runtime.module import Module
-from avatarstream.stages.upscale.flashvsr import FlashVSRStage, StreamSettings
+from avatarstream.stages.upscale.flashvsr import FlashVSRStage
 
-#: One latent frame is 8x8 pixels of 16 channels.
+#: One latent frame is 8x8 pixels (of the Wan VAE's 16 channels).
 LATENT_STRIDE = 8
-LATENT_CHANNELS = 16
-DEFAULTS = StreamSettings(sparse_ratio=2.0, local_range=11, kv_ratio=3, color_fix=True)
 
 
 @dataclass
@@ -59,12 +59,12 @@ class FlashVSRUpscaler:
         assert check is not None, "flashvsr's folder is checked before it loads"
         check(weights, parsed)
         assert weights is not None
-        layout = resolve(weights, parsed.mode or "tiny")
+        layout = resolve(weights, parsed.decoder_mode)
         networks = FlashVSRNetworks.load(layout, parsed.torch_dtype(device))
         modules = {
-            "sr_dit": Module("sr_dit", networks.dit),
-            "sr_lq_proj": Module("sr_lq_proj", networks.lq_proj),
-            "sr_decoder": Module("sr_decoder", networks.decoder),
+            "flashvsr_dit": Module("flashvsr_dit", networks.dit),
+            "flashvsr_lq_proj": Module("flashvsr_lq_proj", networks.lq_proj),
+            "flashvsr_decoder": Module("flashvsr_decoder", networks.decoder),
         }
         return cls(networks, modules, f"{weights} ({layout.mode} mode)")
 
@@ -73,13 +73,8 @@ class FlashVSRUpscaler:
         width, height = output_size(*frame_size)
         if width < SIZE_MULTIPLE or height < SIZE_MULTIPLE:
             raise InputError(f"frames of {frame_size[0]}x{frame_size[1]} are too small for FlashVSR: 4x they must cover {SIZE_MULTIPLE}x{SIZE_MULTIPLE}")
-        settings = StreamSettings(
-            sparse_ratio=parsed.sparse_ratio if parsed.sparse_ratio is not None else DEFAULTS.sparse_ratio,
-            local_range=parsed.local_range if parsed.local_range is not None else DEFAULTS.local_range,
-            kv_ratio=parsed.kv_ratio if parsed.kv_ratio is not None else DEFAULTS.kv_ratio,
-            color_fix=parsed.color_fix if parsed.color_fix is not None else DEFAULTS.color_fix,
-        )
+        settings = parsed.settings()
         m = self.modules
         latent_frame = (1, LATENT_CHANNELS, 1, height // LATENT_STRIDE, width // LATENT_STRIDE)
-        stage = FlashVSRStage(m["sr_dit"], m["sr_lq_proj"], m["sr_decoder"], self.networks, settings, latent_frame)
-        return UpscaleSpec([stage], (width, height), {"mode": self.networks.mode, **vars(settings)})
+        stage = FlashVSRStage(m["flashvsr_dit"], m["flashvsr_lq_proj"], m["flashvsr_decoder"], self.networks, settings, latent_frame)
+        return UpscaleSpec([stage], (width, height), {"mode": self.networks.mode, **dataclasses.asdict(settings)})
