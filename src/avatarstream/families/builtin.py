@@ -16,6 +16,7 @@ from avatarstream.families.base import WeightsCheck
 
 if TYPE_CHECKING:
     from avatarstream.families.demo_options import DemoOptions
+    from avatarstream.families.flashhead.options import FlashHeadOptions
     from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
     from avatarstream.families.liveavatar.options import LiveAvatarOptions
 
@@ -50,6 +51,13 @@ def _liveavatar_weights(root: Path | None, options: LiveAvatarOptions) -> None:
     resolve(root, base=options.base, lora=options.lora)
 
 
+def _flashhead_weights(root: Path | None, options: FlashHeadOptions) -> None:
+    """The chosen variant's folders are where ``load`` looks for them (``layout.resolve``: pathlib and json only)."""
+    from avatarstream.families.flashhead.layout import resolve
+
+    resolve(root, variant=options.variant, base=options.base, audio_encoder=options.audio_encoder)
+
+
 BUILTIN: dict[str, Builtin] = {
     "demo": Builtin(
         "avatarstream.families.demo:DemoFamily",
@@ -78,5 +86,12 @@ BUILTIN: dict[str, Builtin] = {
         "Wan2.2-S2V-14B + the LiveAvatar LoRA: block-causal, 4 steps, per-step KV caches and an attention sink",
         "the folder holding the downloads: Wan2.2-S2V-14B/ and LiveAvatar/liveavatar.safetensors",
         _liveavatar_weights,
+    ),
+    "flashhead": Builtin(
+        "avatarstream.families.flashhead.family:FlashHeadFamily",
+        "avatarstream.families.flashhead.options:FlashHeadOptions",
+        "SoulX-FlashHead 1.3B (presets pro: Wan 2.1 VAE, lite: LTX-Video VAE): audio DiT, 4 re-noising steps, live on one GPU",
+        "the folder holding the downloads: SoulX-FlashHead-1_3B/ (Model_Pro/, VAE_Wan/ or Model_Lite/, VAE_LTX/) and wav2vec2-base-960h/",
+        _flashhead_weights,
     ),
 }
