@@ -13,12 +13,13 @@ import numpy as np
 from sources.sine_files import write_sine
 
 
-def render_report(model: str, weights: Path, tmp_path: Path, seconds: float, options: list[str]) -> dict[str, Any]:
-    """``avatarstream render`` of ``seconds`` of a tone into a fragmented MP4, in a fresh process; its report."""
+def render_report(model: str, weights: Path | None, tmp_path: Path, seconds: float, options: list[str]) -> dict[str, Any]:
+    """``avatarstream render`` of ``seconds`` of a tone into a fragmented MP4, in a fresh process; its report (``weights``
+    None: the model's own)."""
     audio, report = tmp_path / f"{seconds:g}s.wav", tmp_path / f"{seconds:g}s.json"
     write_sine(audio, "pcm_s16le", 16000, 1, seconds)
     exe = Path(sys.executable).with_name("avatarstream")
-    cmd = [str(exe), "render", "--model", model, "--weights", str(weights), "--audio", str(audio), "--out", str(tmp_path / f"{seconds:g}s.mp4"),
+    cmd = [str(exe), "render", "--model", model, *(["--weights", str(weights)] if weights is not None else []), "--audio", str(audio), "--out", str(tmp_path / f"{seconds:g}s.mp4"),
            "--fragmented", "--report", str(report), "--threads", "1", "--no-progress", *options]  # fmt: skip
     done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
