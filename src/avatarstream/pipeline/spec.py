@@ -28,8 +28,6 @@ class PipelineSpec:
     model_sample_rate: int
     frame_size: tuple[int, int]
     settings: Mapping[str, object] = field(default_factory=dict)
-    #: (width, height) the family fits the reference to, where the video comes out larger (an upscaler's); None: ``frame_size``
-    reference_size: tuple[int, int] | None = None
     #: timeline (latent) frames -> video frames
     frames: FrameLayout = FrameLayout()
     #: how many video frames audio of a duration (seconds) makes; None: round(duration x fps)
@@ -39,3 +37,5 @@ class PipelineSpec:
     #: what each parallel strategy may split, by its ``--parallel`` word: {"sp": [SplitsSequence(...)], "cfg":
     #: [GuidedPredictions(...)], "steps": [SplitsSteps()], or an installed strategy's word: [its own parts]}
     parallel: Mapping[str, Sequence[object]] = field(default_factory=dict)
+    #: (width, height) the family fits the reference to, where the video comes out larger (an upscaler's); None: ``frame_size``
+    reference_size: tuple[int, int] | None = None
