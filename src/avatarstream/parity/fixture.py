@@ -35,8 +35,8 @@ class GoldenSet:
         spec = read_json_object(path, "expected the golden set's description: its cases and their tolerances")
         cases = spec.get("cases")
         if isinstance(cases, dict):
-            if not all(isinstance(c, dict) for c in cases.values()):
-                raise InputError(f"{path}: every entry of 'cases' must be an object (a case's settings and tolerances)")
+            if not all(isinstance(c, dict | str) for c in cases.values()):
+                raise InputError(f"{path}: every entry of 'cases' must be an object (a case's settings and tolerances) or a string (what the case checks)")
         elif not isinstance(spec.get("settings"), dict):
             raise InputError(
                 f"{path} has neither a 'cases' section (a component set: the cases to run and their tolerances) "

@@ -10,14 +10,13 @@ import torch
 
 from avatarstream.components.wan.load_text_encoder import _load_transformers_t5
 from avatarstream.components.wan.load_vae import load_vae
-from avatarstream.components.wan.load_wav2vec2 import read_wav2vec2, wav2vec2_config
+from avatarstream.components.wan.load_wav2vec2 import read_processor, read_wav2vec2, wav2vec2_config
 from avatarstream.families import demo
 from avatarstream.families.infinitetalk import layout as it_layout
 from avatarstream.families.infinitetalk.load_dit import load_dit as load_it_dit
 from avatarstream.families.infinitetalk.load_dit import read_adapter_config
 from avatarstream.families.infinitetalk.load_image_encoder import _load_transformers_clip
 from avatarstream.families.liveavatar import layout as la_layout
-from avatarstream.families.liveavatar.load_audio import read_processor
 from avatarstream.families.liveavatar.load_dit import load_dit as load_la_dit
 from avatarstream.models.demo import DemoConfig
 from fuzz import scenes

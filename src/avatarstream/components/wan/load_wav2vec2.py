@@ -9,11 +9,12 @@ ignores), a CTC one, or a bare model; weight norm may be stored as
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
 from huggingface_hub.errors import StrictDataclassError
-from transformers import Wav2Vec2Config, Wav2Vec2Model
+from transformers import Wav2Vec2Config, Wav2Vec2FeatureExtractor, Wav2Vec2Model
 
 from avatarstream.errors import InputError
 from avatarstream.weights.config_values import MAX_HEADS, MAX_LAYERS, ConfigValues, built_from, read_json_object
@@ -83,3 +84,19 @@ def read_wav2vec2(folder: Path, dtype: torch.dtype) -> Wav2Vec2Model:
     loader = MetaLoader(network, "wav2vec2 audio encoder", dtype)
     loader.load(to_model_keys(state), path)
     return loader.finish([path])
+
+
+#: Processor settings read from preprocessor_config.json; anything else there is ignored.
+PROCESSOR_KEYS = ("do_normalize", "feature_size", "padding_value", "sampling_rate", "return_attention_mask")
+
+
+def read_processor(folder: Path) -> Wav2Vec2FeatureExtractor:
+    """The folder's feature-extractor settings (``preprocessor_config.json``, parsed here), or wav2vec2's defaults."""
+    path = inside(folder, folder / "preprocessor_config.json")
+    if not path.is_file():
+        return Wav2Vec2FeatureExtractor(do_normalize=True)
+    try:
+        raw = json.loads(path.read_text())
+        return Wav2Vec2FeatureExtractor(**{k: raw[k] for k in PROCESSOR_KEYS if k in raw})
+    except (OSError, ValueError, TypeError) as exc:
+        raise InputError(f"cannot read {path}: {exc}; expected wav2vec2's preprocessor_config.json") from exc

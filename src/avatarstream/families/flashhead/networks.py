@@ -7,11 +7,10 @@ from dataclasses import dataclass
 import torch
 from transformers import Wav2Vec2FeatureExtractor, Wav2Vec2Model
 
-from avatarstream.components.wan.load_wav2vec2 import read_wav2vec2
+from avatarstream.components.wan.load_wav2vec2 import read_processor, read_wav2vec2
 from avatarstream.families.flashhead.layout import WeightsLayout
 from avatarstream.families.flashhead.load_dit import load_dit
 from avatarstream.families.flashhead.load_vae import load_video_vae
-from avatarstream.families.liveavatar.load_audio import read_processor
 from avatarstream.models.flashhead.dit import FlashHeadDiT
 from avatarstream.models.flashhead.vae import VideoVAE
 
