@@ -10,13 +10,17 @@
 #                                    --sync-debug warn: what made the host wait in the steady state, by line
 #   3 liveavatar            (120 s)  LiveAvatar at real size (bench/liveavatar_gpu.sh): 14B random bf16 at 704x384,
 #                                    fps, time to first frame, KV-cache memory; --sync-debug warn as part 2
-#   4 fp8                   (200 s)  each family at real size, bf16 against --quantize fp8 (LiveAvatar: and --kv-cache-dtype
+#   4 cascade               (150 s)  LiveAvatar at 320x192, then FlashVSR 4x -> 1280x768, random bf16 weights
+#                                    (families/flashvsr/gpu_bench.py): fps, time to first frame, every stage switch's
+#                                    cost, peak memory; all resident, then both DiTs offloaded; with 2+ GPUs also
+#                                    --parallel decode (FlashVSR on the decode rank) under torchrun
+#   5 fp8                   (200 s)  each family at real size, bf16 against --quantize fp8 (LiveAvatar: and --kv-cache-dtype
 #                                    fp8), the same 2 s render twice (families/fp8_gpu_bench.py): fps, time to first
 #                                    frame, peak GPU memory, weight bytes, PSNR between the two videos
-#   5 infinitetalk-compiled (130 s)  the same with --compile (resident, 832x480): compile time apart, steady fps
-#   6 runtime               (100 s)  bench/gpu_check.py (pinned vs pageable H2D, streamed vs resident, stage switch time
+#   6 infinitetalk-compiled (130 s)  the same with --compile (resident, 832x480): compile time apart, steady fps
+#   7 runtime               (100 s)  bench/gpu_check.py (pinned vs pageable H2D, streamed vs resident, stage switch time
 #                                    per policy) and `bench --scenario overlap` on the demo model
-#   7 parallel              (rest)   bench/gpu_parallel.sh, only with more than one GPU
+#   8 parallel              (rest)   bench/gpu_parallel.sh, only with more than one GPU
 # Results: bench/results/<date>-<gpu>/ with README.md (a table of the parts, then the scenarios of the family GPU
 # benchmarks: InfiniteTalk eager and compiled, LiveAvatar), one folder and one log per part, parts.tsv.
 #   bench/gpu_all.sh                       # on the GPU machine (carry .whl/ from bench/fetch_gpu_wheels.sh)
@@ -99,6 +103,17 @@ if [ "$DRY" = 1 ]; then
     --sync-debug warn
 else
   part liveavatar 120 bench/liveavatar_gpu.sh --out "$OUT/liveavatar" --budget-s 60 --sync-debug warn
+fi
+
+CASCADE="'$PYTHON' -m avatarstream.families.flashvsr.gpu_bench"
+if [ "$DRY" = 1 ]; then
+  part cascade $DRY_BUDGET bash -c "$CASCADE --out '$OUT/cascade' --tiny --device cpu --threads 1"
+elif [ "$GPUS" -gt 1 ]; then
+  part cascade 150 bash -c "timeout --kill-after=10 90 $CASCADE --out '$OUT/cascade' --budget-s 50; \
+    timeout --kill-after=10 55 '$PYTHON' -m torch.distributed.run --standalone --nproc-per-node 2 -m avatarstream.families.flashvsr.gpu_bench \
+    --out '$OUT/cascade/decode' --parallel decode"
+else
+  part cascade 150 bash -c "$CASCADE --out '$OUT/cascade' --budget-s 100"
 fi
 
 FP8="'$PYTHON' -m avatarstream.families.fp8_gpu_bench"

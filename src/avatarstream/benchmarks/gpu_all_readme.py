@@ -48,8 +48,9 @@ def _streams(folder: Path) -> str:
 
 
 def _family_result(part: Path) -> dict[str, Any] | None:
-    """The results of the family GPU benchmark a part ran: ``<model>-gpu.json`` in its folder, for a registered model."""
-    return next((found for name in names() if (found := _json(part / f"{name}-gpu.json")) is not None), None)
+    """The results of the GPU benchmark a part ran: ``<model>-gpu.json`` in its folder for a registered model, or a
+    cascade's (``cascade-gpu.json``: a model, then an upscaler)."""
+    return next((found for name in [*names(), "cascade"] if (found := _json(part / f"{name}-gpu.json")) is not None), None)
 
 
 def _family_gpu(result: dict[str, Any]) -> str:

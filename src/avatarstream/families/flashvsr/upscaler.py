@@ -11,12 +11,13 @@ taller, centre-cropped to multiples of 128 as the reference crops them.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
 import torch
 
+from avatarstream.components.wan.layout import random_mark
 from avatarstream.errors import InputError
 from avatarstream.families.builtin_upscalers import BUILTIN_UPSCALERS
 from avatarstream.families.flashvsr.layout import resolve
@@ -34,11 +35,24 @@ from avatarstream.stages.upscale.flashvsr import FlashVSRStage
 LATENT_STRIDE = 8
 
 
+RANDOM_WARNING = (
+    "these FlashVSR weights are random ({how}): the upscaled frames are noise; they are for tests. "
+    "Download the real ones (docs/models/flashvsr.md) and give their folder with --upscale-weights DIR"
+)
+
+
+def modules_of(networks: FlashVSRNetworks) -> dict[str, Module]:
+    """The networks as runtime modules, named apart from any family's."""
+    named = {"flashvsr_dit": networks.dit, "flashvsr_lq_proj": networks.lq_proj, "flashvsr_decoder": networks.decoder}
+    return {name: Module(name, network) for name, network in named.items()}
+
+
 @dataclass
 class FlashVSRUpscaler:
     networks: FlashVSRNetworks
     modules: dict[str, Module]
     weights: str
+    warnings: list[str] = field(default_factory=list)
 
     name = "flashvsr"
     Options: ClassVar[type[FlashVSROptions]] = FlashVSROptions
@@ -61,12 +75,9 @@ class FlashVSRUpscaler:
         assert weights is not None
         layout = resolve(weights, parsed.decoder_mode)
         networks = FlashVSRNetworks.load(layout, parsed.torch_dtype(device))
-        modules = {
-            "flashvsr_dit": Module("flashvsr_dit", networks.dit),
-            "flashvsr_lq_proj": Module("flashvsr_lq_proj", networks.lq_proj),
-            "flashvsr_decoder": Module("flashvsr_decoder", networks.decoder),
-        }
-        return cls(networks, modules, f"{weights} ({layout.mode} mode)")
+        random = random_mark(layout.dit)
+        warnings = [RANDOM_WARNING.format(how=random)] if random is not None else []
+        return cls(networks, modules_of(networks), f"{weights} ({layout.mode} mode)", warnings)
 
     def build(self, frame_size: tuple[int, int], fps: int, options: FamilyOptions) -> UpscaleSpec:
         parsed = FlashVSROptions.parse(options)
