@@ -282,6 +282,8 @@ def _stand_ins(family: str, tiny: Path, hub: Path) -> dict[tuple[str, str], Path
             ("TencentGameMate/chinese-wav2vec2-base", "main"): hub / "wav2vec2",
             ("TencentGameMate/chinese-wav2vec2-base", "refs/pr/1"): hub / "pr1",
         }
+    if family == "flashhead":
+        return _flashhead_stand_ins(tiny, hub)
     s2v = hub / "Wan2.2-S2V-14B"
     shutil.copytree(tiny / "Wan2.2-S2V-14B", s2v)
     for name in UNREAD:
@@ -290,11 +292,37 @@ def _stand_ins(family: str, tiny: Path, hub: Path) -> dict[tuple[str, str], Path
     return {("Wan-AI/Wan2.2-S2V-14B", "main"): s2v, ("Quark-Vision/Live-Avatar", "main"): tiny / "LiveAvatar"}
 
 
-@pytest.mark.parametrize("family", ["infinitetalk", "liveavatar"])
+def _flashhead_stand_ins(tiny: Path, hub: Path) -> dict[tuple[str, str], Path]:
+    """SoulX-FlashHead-1_3B with Lite's files too (the lines take Pro's) and wav2vec2-base-960h with its other formats."""
+    repo, audio = hub / "SoulX-FlashHead-1_3B", hub / "wav2vec2-base-960h"
+    shutil.copytree(tiny / "SoulX-FlashHead-1_3B", repo)
+    shutil.copytree(tiny / "wav2vec2-base-960h", audio)
+    for name in FLASHHEAD_UNREAD:
+        (hub / name).parent.mkdir(parents=True, exist_ok=True)
+        (hub / name).write_bytes(b"not read")
+    return {("Soul-AILab/SoulX-FlashHead-1_3B", "main"): repo, ("facebook/wav2vec2-base-960h", "main"): audio}
+
+
+#: What the FlashHead lines must leave behind: the other variant's VAE, wav2vec2's other weight formats.
+FLASHHEAD_UNREAD = ("SoulX-FlashHead-1_3B/Model_Lite/diffusion_pytorch_model.safetensors", "SoulX-FlashHead-1_3B/VAE_LTX/config.json", "SoulX-FlashHead-1_3B/README.md", "wav2vec2-base-960h/pytorch_model.bin",
+                    "wav2vec2-base-960h/tf_model.h5")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tiny_flashhead(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny FlashHead Pro checkpoint, laid out as downloaded."""
+    from avatarstream.families.flashhead.tiny import write_tiny_checkpoint as write_flashhead
+
+    return write_flashhead(tmp_path_factory.mktemp("tiny-flashhead"), seed=2, variant="pro")
+
+
+@pytest.mark.parametrize("family", ["infinitetalk", "liveavatar", "flashhead"])
 def test_the_download_lines_make_the_folder_the_loader_reads(
-    family: str, tiny_original: WeightsLayout, tiny_liveavatar: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    family: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    tiny = tiny_liveavatar if family == "liveavatar" else tiny_original.base.parent
+    fixture = {"infinitetalk": "tiny_original", "liveavatar": "tiny_liveavatar", "flashhead": "tiny_flashhead"}[family]
+    found = request.getfixturevalue(fixture)
+    tiny = found.base.parent if family == "infinitetalk" else found
     hub = _Hub(_stand_ins(family, tiny, tmp_path / "hub"))
     monkeypatch.setattr(hf_download, "snapshot_download", hub.snapshot_download)
     monkeypatch.setattr(hf_download, "hf_hub_download", hub.hf_hub_download)
@@ -304,7 +332,12 @@ def test_the_download_lines_make_the_folder_the_loader_reads(
         hf_app(args=shlex.split(line)[1:], standalone_mode=False)
     capsys.readouterr()
     root = tmp_path / "ROOT"
-    assert not [name for name in UNREAD if any(root.rglob(Path(name).name))], "the download lines take files the loader never reads"
+    taken = (
+        [name for name in FLASHHEAD_UNREAD if (root / name).exists()]
+        if family == "flashhead"
+        else [name for name in UNREAD if any(root.rglob(Path(name).name))]
+    )
+    assert not taken, f"the download lines take files the loader never reads: {taken}"
     load_family(family, root)  # the loader's own checks: every file where it looks, nothing missing
     page = DOCS / "models" / f"{family}.md"
     assert _download_lines(page.read_text(), family) == lines, f"{page.name} section 1 must give the same lines as deployment.md"
