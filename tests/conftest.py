@@ -41,3 +41,11 @@ def tiny_liveavatar(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("tiny-liveavatar")
     write_tiny_checkpoint(root, seed=5)
     return root
+
+
+@pytest.fixture(scope="session")
+def tiny_flashhead(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The root of a random tiny FlashHead Pro checkpoint (SoulX-FlashHead-1_3B/ and wav2vec2-base-960h/ as downloaded)."""
+    from avatarstream.families.flashhead.tiny import write_tiny_checkpoint
+
+    return write_tiny_checkpoint(tmp_path_factory.mktemp("tiny-flashhead"), seed=3, variant="pro")

@@ -308,14 +308,6 @@ FLASHHEAD_UNREAD = ("SoulX-FlashHead-1_3B/Model_Lite/diffusion_pytorch_model.saf
                     "wav2vec2-base-960h/tf_model.h5")  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def tiny_flashhead(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny FlashHead Pro checkpoint, laid out as downloaded."""
-    from avatarstream.families.flashhead.tiny import write_tiny_checkpoint as write_flashhead
-
-    return write_flashhead(tmp_path_factory.mktemp("tiny-flashhead"), seed=2, variant="pro")
-
-
 @pytest.mark.parametrize("family", ["infinitetalk", "liveavatar", "flashhead"])
 def test_the_download_lines_make_the_folder_the_loader_reads(
     family: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

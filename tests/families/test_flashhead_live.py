@@ -8,7 +8,6 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import pytest
 import websockets
 from pipecat.frames.frames import EndFrame, Frame, OutputImageRawFrame, TTSAudioRawFrame
 from pipecat.pipeline.pipeline import Pipeline
@@ -17,7 +16,6 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.workers.runner import WorkerRunner
 
 from avatarstream.benchmarks.local_server import ServerProcess
-from avatarstream.families.flashhead.tiny import write_tiny_checkpoint
 from avatarstream.integrations.pipecat import AvatarstreamVideoService
 from serve.serve_harness import Events, running_server, send_paced, speech, ws_url
 
@@ -28,13 +26,8 @@ TOKEN = "agent-test-token-0123456789"
 SPEECH_S, TTS_RATE = 2.0, 24000
 
 
-@pytest.fixture(scope="module")
-def tiny_pro(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_tiny_checkpoint(tmp_path_factory.mktemp("tiny-flashhead-live"), seed=3, variant="pro")
-
-
-def test_a_live_session_streams_speech_frames(tmp_path: Path, tiny_pro: Path) -> None:
-    with running_server(tmp_path, model="flashhead", weights=tiny_pro, model_options=OPTIONS) as base:
+def test_a_live_session_streams_speech_frames(tmp_path: Path, tiny_flashhead: Path) -> None:
+    with running_server(tmp_path, model="flashhead", weights=tiny_flashhead, model_options=OPTIONS) as base:
         asyncio.run(_session(base))
 
 
@@ -102,11 +95,11 @@ def _converse(service: AvatarstreamVideoService) -> Spoken:
     return out
 
 
-def test_the_pipecat_service_renders_flashhead_in_process(tiny_pro: Path) -> None:
-    _converse(AvatarstreamVideoService(model="flashhead", weights=tiny_pro, model_options=OPTIONS, device="cpu"))
+def test_the_pipecat_service_renders_flashhead_in_process(tiny_flashhead: Path) -> None:
+    _converse(AvatarstreamVideoService(model="flashhead", weights=tiny_flashhead, model_options=OPTIONS, device="cpu"))
 
 
-def test_the_pipecat_service_speaks_through_a_served_flashhead_session(tmp_path: Path, tiny_pro: Path) -> None:
-    options = ["--model", "flashhead", "--weights", str(tiny_pro), *FLAGS, "--threads", "1", "--work-dir", str(tmp_path / "work")]
+def test_the_pipecat_service_speaks_through_a_served_flashhead_session(tmp_path: Path, tiny_flashhead: Path) -> None:
+    options = ["--model", "flashhead", "--weights", str(tiny_flashhead), *FLAGS, "--threads", "1", "--work-dir", str(tmp_path / "work")]
     with ServerProcess(options, TOKEN, tmp_path / "serve.log") as server:
         _converse(AvatarstreamVideoService(server_url=server.url, token=TOKEN))

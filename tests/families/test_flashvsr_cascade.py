@@ -79,3 +79,14 @@ def test_two_minutes_of_cascade_peak_like_thirty_seconds(tiny_flashvsr: Path, tm
     print(f"\npeak RSS: 30 s {short['peak_rss_bytes'] / 2**20:.1f} MiB, 120 s {long['peak_rss_bytes'] / 2**20:.1f} MiB ({100 * (ratio - 1):+.2f} %)")
     assert ratio < 1.02, f"peak RSS grew {100 * (ratio - 1):.1f}% for 4x the audio"
     assert_no_growth(long)
+
+
+def test_flashhead_then_flashvsr(tiny_flashhead: Path, tiny_flashvsr: Path, tmp_path: Path) -> None:
+    """The family built for one GPU, cascaded: FlashHead Pro at 64x64, then FlashVSR to 256x256, every frame."""
+    speech, report = tmp_path / "speech.wav", tmp_path / "report.json"
+    write_sine(speech, "pcm_s16le", RATE, 1, 1.5)
+    args = ["render", "--model", "flashhead", "--weights", str(tiny_flashhead), "--size", "64x64", "--audio", str(speech), "--out", str(tmp_path / "o.mp4"),
+            "--report", str(report), "--no-progress", "--upscale", "flashvsr", "--upscale-weights", str(tiny_flashvsr)]  # fmt: skip
+    assert main(args) == 0
+    said = json.loads(report.read_text())
+    assert said["frames"] == 38 and said["resolution"] == [256, 256] and said["stage_seconds"]["flashvsr"] > 0
