@@ -17,7 +17,7 @@ GOLDEN = Path(__file__).parents[1] / "fixtures" / "flashvsr-tiny"
 
 def test_the_computed_kv_cache_and_prompt_keys_are_what_a_stream_holds() -> None:
     networks = FlashVSRNetworks.load(resolve(GOLDEN / "weights" / "FlashVSR"))
-    noise = lambda first, count: torch.zeros(1, 16, count, 16, 16)  # noqa: E731 (the values do not change the sizes)
+    noise = lambda first, count: torch.zeros(1, 16, count, 16, 16)
     stream = FlashVSRStream(networks, noise=noise, kv_ratio=2, device=torch.device("cpu"), dtype=torch.float32)
     stream.push(torch.zeros(49, 32, 32, 3, dtype=torch.uint8))  # three calls: the cache is full (two slabs kept)
     computed = session_bytes(32, 32, networks.dit.config, kv_ratio=2, element_size=4)

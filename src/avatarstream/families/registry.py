@@ -95,9 +95,7 @@ def options_class(name: str, kind: Kind = FAMILIES) -> type[FamilyOptions]:
     return describe(name, kind).options
 
 
-def check_weights(
-    model: str, weights: str | os.PathLike[str] | None, options: FamilyOptions | Mapping[str, Any] | None = None, kind: Kind = FAMILIES
-) -> None:
+def check_weights(model: str, weights: str | os.PathLike[str] | None, options: FamilyOptions | Mapping[str, Any] | None = None, kind: Kind = FAMILIES) -> None:
     """Refuse what family (or upscaler) ``model`` could not load, before its model code is imported: unknown or bad ``options``,
     and a weights folder (or a missing one) its own check (``Description.check_weights``, which its ``load`` runs too) refuses."""
     described = describe(model, kind)
