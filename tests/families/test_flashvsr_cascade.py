@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from long_render import assert_no_growth, render_report
 
 from avatarstream.cli.main import main
 from avatarstream.families.assemble import build_pipeline
@@ -22,7 +23,6 @@ from avatarstream.families.registry import load_family
 from avatarstream.families.upscaler import Upscale
 from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.sources.pcm import PcmBlock
-from long_render import assert_no_growth, render_report
 from sources.sine_files import write_sine
 
 RATE = 16000
