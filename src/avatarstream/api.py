@@ -24,8 +24,7 @@ from avatarstream.errors import InputError
 from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family, model_warnings
 from avatarstream.families.options import FamilyOptions
-from avatarstream.families.registry import DEFAULT_MODEL, load_family, options_class
-from avatarstream.families.upscaler import NO_UPSCALE, Upscale
+from avatarstream.families.registry import DEFAULT_MODEL, NO_UPSCALE, Upscale, load_family, options_class
 from avatarstream.input_warnings import Warnings, audio_rate_warning, collecting, warn_on_audio_rate
 from avatarstream.output_paths import removed_on_failure
 from avatarstream.pipeline.report import ReportRecorder

@@ -14,8 +14,7 @@ from typing import Any
 
 from avatarstream.errors import InputError
 from avatarstream.families.options import FamilyOptions
-from avatarstream.families.registry import check_weights
-from avatarstream.families.upscaler import NO_UPSCALE, Upscale
+from avatarstream.families.registry import NO_UPSCALE, Upscale, check_weights
 from avatarstream.output_paths import check_outputs
 from avatarstream.publish.outputs import Outputs
 from avatarstream.sources.audio_file import open_audio_file

@@ -19,8 +19,7 @@ from long_render import assert_no_growth, render_report
 from avatarstream.cli.main import main
 from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.flashvsr.tiny import write_tiny_checkpoint
-from avatarstream.families.registry import load_family
-from avatarstream.families.upscaler import Upscale
+from avatarstream.families.registry import Upscale, load_family
 from avatarstream.runtime.cpu_threads import set_threads
 from avatarstream.sources.pcm import PcmBlock
 from sources.sine_files import write_sine

@@ -20,8 +20,7 @@ import torch
 from avatarstream.cli.main import main
 from avatarstream.errors import InputError
 from avatarstream.families.assemble import build_pipeline
-from avatarstream.families.registry import UPSCALERS, load_family, registered
-from avatarstream.families.upscaler import Upscale
+from avatarstream.families.registry import UPSCALERS, Upscale, load_family, registered
 from avatarstream.publish.media import MediaChunk
 from avatarstream.sources.pcm import PcmBlock
 from families.test_plugin_strategy import render

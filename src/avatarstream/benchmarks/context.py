@@ -17,8 +17,7 @@ from avatarstream.errors import InputError
 from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family, optional
 from avatarstream.families.options import FamilyOptions
-from avatarstream.families.registry import family_class, load_family, names
-from avatarstream.families.upscaler import NO_UPSCALE, Upscale
+from avatarstream.families.registry import NO_UPSCALE, Upscale, family_class, load_family, names
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.sources.bundled import DEFAULT_REFERENCE
 from avatarstream.sources.reference import load_reference_image

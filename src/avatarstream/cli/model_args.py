@@ -16,8 +16,7 @@ from pathlib import Path
 
 from avatarstream.cli.help_format import name_values
 from avatarstream.families.options import FamilyOptions
-from avatarstream.families.registry import DEFAULT_MODEL, UPSCALERS, names, options_class, registered
-from avatarstream.families.upscaler import Upscale
+from avatarstream.families.registry import DEFAULT_MODEL, UPSCALERS, Upscale, names, options_class, registered
 
 HELP_FLAGS = ("-h", "--help")
 UPSCALE_FLAG_PREFIX = "upscale-"

@@ -30,6 +30,7 @@ from avatarstream.families.base import Description, Family, FamilyClass, optiona
 from avatarstream.families.builtin import BUILTIN, Builtin
 from avatarstream.families.builtin_upscalers import BUILTIN_UPSCALERS
 from avatarstream.families.options import FamilyOptions
+from avatarstream.families.upscaler import Cascade, UpscalerClass
 
 #: What ``--model`` and ``avatarstream.render`` run when no model is named: the bundled one, which needs no download.
 DEFAULT_MODEL = "demo"
@@ -141,10 +142,42 @@ def load_family(
     """
     import torch
 
-    from avatarstream.families.upscaler import Upscale
-
     device = device or torch.device("cpu")
     cls = family_class(model)
     parsed = cls.Options.parse(options)
     family = cls.load(Path(weights) if weights is not None else None, parsed, device=device, seed=seed)
     return Upscale(upscale, upscale_weights, upscale_options).load(family, device=device, seed=seed)
+
+
+@dataclass(frozen=True)
+class Upscale:
+    """Which upscaler runs after the family (``name`` None: none), from which weights, with which of its options."""
+
+    name: str | None = None
+    weights: str | os.PathLike[str] | None = None
+    options: FamilyOptions | Mapping[str, Any] | None = None
+
+    def check(self) -> None:
+        """Refuse an unknown upscaler, bad options or a weights folder it could not load, before its model code is imported."""
+        if self.name is None:
+            if self.weights is not None or self.options:
+                raise InputError("upscale weights or options were given without an upscaler: name one with --upscale NAME (upscale=NAME in Python)")
+            return
+        check_weights(self.name, self.weights, self.options, UPSCALERS)
+
+    def options_json(self) -> dict[str, Any]:
+        """The upscaler's options as JSON (what a server's settings carry); none without an upscaler."""
+        return {} if self.name is None else options_class(self.name, UPSCALERS).parse(self.options).to_json()
+
+    def load(self, family: Family, *, device: Any, seed: int = 0) -> Family:
+        """``family`` followed by this upscaler, loaded now (``family`` itself when no upscaler is named): a ``Cascade``."""
+        self.check()
+        if self.name is None:
+            return family
+        cls: UpscalerClass = family_class(self.name, UPSCALERS)  # type: ignore[assignment]
+        parsed = cls.Options.parse(self.options)
+        loaded = cls.load(Path(self.weights) if self.weights is not None else None, parsed, device=device, seed=seed)
+        return Cascade(family, loaded, parsed)
+
+
+NO_UPSCALE = Upscale()

@@ -14,13 +14,12 @@ family's (the hand-over from the base DiT to the SR DiT is the runtime's).
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from avatarstream.errors import InputError, PipelineGraphError
+from avatarstream.errors import PipelineGraphError
 from avatarstream.families.base import Family, OptionsLike, model_warnings
 from avatarstream.families.options import FamilyOptions
 
@@ -113,45 +112,3 @@ class Cascade:
     def reference(self, path: Path | None, options: OptionsLike = None) -> np.ndarray:
         """The family's reference: the base model is conditioned on it at its own size."""
         return self.base.reference(path, options)
-
-
-@dataclass(frozen=True)
-class Upscale:
-    """Which upscaler runs after the family (``name`` None: none), from which weights, with which of its options."""
-
-    name: str | None = None
-    weights: str | os.PathLike[str] | None = None
-    options: FamilyOptions | Mapping[str, Any] | None = None
-
-    def check(self) -> None:
-        """Refuse an unknown upscaler, bad options or a weights folder it could not load, before its model code is imported."""
-        if self.name is None:
-            if self.weights is not None or self.options:
-                raise InputError("upscale weights or options were given without an upscaler: name one with --upscale NAME (upscale=NAME in Python)")
-            return
-        from avatarstream.families.registry import UPSCALERS, check_weights
-
-        check_weights(self.name, self.weights, self.options, UPSCALERS)
-
-    def options_json(self) -> dict[str, Any]:
-        """The upscaler's options as JSON (what a server's settings carry); none without an upscaler."""
-        if self.name is None:
-            return {}
-        from avatarstream.families.registry import UPSCALERS, options_class
-
-        return options_class(self.name, UPSCALERS).parse(self.options).to_json()
-
-    def load(self, family: Family, *, device: Any, seed: int = 0) -> Family:
-        """``family`` followed by this upscaler, loaded now (``family`` itself when no upscaler is named)."""
-        self.check()
-        if self.name is None:
-            return family
-        from avatarstream.families.registry import UPSCALERS, family_class
-
-        cls: UpscalerClass = family_class(self.name, UPSCALERS)  # type: ignore[assignment]
-        parsed = cls.Options.parse(self.options)
-        loaded = cls.load(Path(self.weights) if self.weights is not None else None, parsed, device=device, seed=seed)
-        return Cascade(family, loaded, parsed)
-
-
-NO_UPSCALE = Upscale()

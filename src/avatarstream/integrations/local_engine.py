@@ -25,8 +25,7 @@ from avatarstream.errors import InputError
 from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.options import FamilyOptions
-from avatarstream.families.registry import DEFAULT_MODEL
-from avatarstream.families.upscaler import Upscale
+from avatarstream.families.registry import DEFAULT_MODEL, Upscale
 from avatarstream.input_warnings import Warnings
 from avatarstream.integrations.engine import AUDIO_RATE, AvatarFrame
 from avatarstream.runtime.devices import resolve_device

@@ -10,8 +10,7 @@ from typing import Any
 
 from avatarstream.errors import InputError
 from avatarstream.families.options import FamilyOptions
-from avatarstream.families.registry import options_class
-from avatarstream.families.upscaler import Upscale
+from avatarstream.families.registry import Upscale, options_class
 from avatarstream.publish.ice import check_ice_servers
 
 

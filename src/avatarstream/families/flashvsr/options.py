@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from avatarstream.families.options import DTYPE_NAMES, FamilyOptions, option, torch_dtype
+from avatarstream.models.flashvsr.settings import StreamSettings
 
 if TYPE_CHECKING:  # the CLI reads these options to build its flags: torch loads only when a model does
     import torch
@@ -16,16 +17,6 @@ DEFAULT_SPARSE_RATIO = 2.0
 DEFAULT_LOCAL_RANGE = 11
 DEFAULT_KV_RATIO = 3
 DEFAULT_COLOR_FIX = True
-
-
-@dataclass(frozen=True)
-class StreamSettings:
-    """What a stream is run with (``FlashVSRStream``'s keyword arguments), every one set."""
-
-    sparse_ratio: float
-    local_range: int
-    kv_ratio: int
-    color_fix: bool
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import torch
 
-from avatarstream.families.flashvsr.options import StreamSettings
+from avatarstream.models.flashvsr.settings import StreamSettings
 from avatarstream.models.flashvsr.stream import FlashVSRStream, Networks
 from avatarstream.pipeline.stage import Stage
 from avatarstream.pipeline.state import StageContext
