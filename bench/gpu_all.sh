@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything GPU-only, in one command, within about 9 minutes of device time (the first lent GPU runs this; DEVELOPERS).
 # Parts, most informative first; each has a time budget, runs under `timeout`, and a part that fails or runs out of
-# time does not stop the rest. A part starts only if TOTAL_S leaves it at least MIN_PART_S.
+# time does not stop the rest. A part starts only if TOTAL_S leaves it at least MIN_PART_S; it sees its time limit (the
+# smaller of its budget and what is left) as PART_LIMIT_S, to size its own budget by.
 #   1 streams                (60 s)  inline vs overlapped frames bit for bit (a stream race shows), device-wide and host
 #                                    syncs per chunk, every op that made the host wait (sync debug mode), demo model;
 #                                    the steady state under --sync-debug error: a stray sync stops the run, named
@@ -14,15 +15,19 @@
 #                                    (families/flashvsr/gpu_bench.py): fps, time to first frame, every stage switch's
 #                                    cost, peak memory; all resident, then both DiTs offloaded; with 2+ GPUs also
 #                                    --parallel decode (FlashVSR on the decode rank) under torchrun
-#   5 fp8                   (200 s)  each family at real size, bf16 against --quantize fp8 (LiveAvatar: and --kv-cache-dtype
+#   5 flashhead             (150 s)  SoulX-FlashHead Pro and Lite at real size, random bf16 weights, 512x512
+#                                    (families/flashhead/gpu_bench.py): fps, time to first frame, steady chunk time, peak
+#                                    memory, eager then compiled (compile time apart); 2 and 3 sessions at once on one
+#                                    pipeline (aggregate fps, each session's, whether each keeps up with 25 fps)
+#   6 fp8                   (200 s)  each family at real size, bf16 against --quantize fp8 (LiveAvatar: and --kv-cache-dtype
 #                                    fp8), the same 2 s render twice (families/fp8_gpu_bench.py): fps, time to first
 #                                    frame, peak GPU memory, weight bytes, PSNR between the two videos
-#   6 infinitetalk-compiled (130 s)  the same with --compile (resident, 832x480): compile time apart, steady fps
-#   7 runtime               (100 s)  bench/gpu_check.py (pinned vs pageable H2D, streamed vs resident, stage switch time
+#   7 infinitetalk-compiled (130 s)  the same with --compile (resident, 832x480): compile time apart, steady fps
+#   8 runtime               (100 s)  bench/gpu_check.py (pinned vs pageable H2D, streamed vs resident, stage switch time
 #                                    per policy) and `bench --scenario overlap` on the demo model
-#   8 parallel              (rest)   bench/gpu_parallel.sh, only with more than one GPU
+#   9 parallel              (rest)   bench/gpu_parallel.sh, only with more than one GPU
 # Results: bench/results/<date>-<gpu>/ with README.md (a table of the parts, then the scenarios of the family GPU
-# benchmarks: InfiniteTalk eager and compiled, LiveAvatar), one folder and one log per part, parts.tsv.
+# benchmarks: InfiniteTalk eager and compiled, LiveAvatar, the cascade, FlashHead), one folder and one log per part, parts.tsv.
 #   bench/gpu_all.sh                       # on the GPU machine (carry .whl/ from bench/fetch_gpu_wheels.sh)
 #   bench/gpu_all.sh --dry-run --out DIR   # CPU, tiny models, seconds per part: checks the script (a test runs it)
 # PYTHON picks the interpreter (see bench/gpu_env.sh); TOTAL_S (default 540; 1500 for a dry run) bounds the whole run.
@@ -71,7 +76,7 @@ part() {  # part NAME BUDGET_S COMMAND...: run it under the smaller of its budge
   local limit=$((budget < left ? budget : left)) began=$SECONDS status
   mkdir -p "$OUT/$name"
   echo "[gpu_all +$((SECONDS - START))s] $name (up to ${limit} s)"
-  timeout --kill-after=10 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  PART_LIMIT_S=$limit timeout --kill-after=10 "$limit" "$@" >"$OUT/$name.log" 2>&1
   case $? in
     0) status=ok ;;
     124 | 137) status=timeout ;;
@@ -114,6 +119,13 @@ elif [ "$GPUS" -gt 1 ]; then
     --out '$OUT/cascade/decode' --parallel decode"
 else
   part cascade 150 bash -c "$CASCADE --out '$OUT/cascade' --budget-s 100"
+fi
+
+FLASHHEAD="'$PYTHON' -m avatarstream.families.flashhead.gpu_bench --out '$OUT/flashhead'"
+if [ "$DRY" = 1 ]; then
+  part flashhead $DRY_BUDGET bash -c "$FLASHHEAD --tiny --device cpu --threads 1 --compile-backend aot_eager"
+else  # no scenario starts in the last 50 s of its limit: a compiled variant's warm-up alone may take that long
+  part flashhead 150 bash -c "$FLASHHEAD --budget-s \$((PART_LIMIT_S > 60 ? PART_LIMIT_S - 50 : 10))"
 fi
 
 FP8="'$PYTHON' -m avatarstream.families.fp8_gpu_bench"

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench/gpu_all.sh"
-PARTS = ["streams", "infinitetalk-eager", "liveavatar", "cascade", "fp8", "infinitetalk-compiled", "runtime", "parallel"]
+PARTS = ["streams", "infinitetalk-eager", "liveavatar", "cascade", "flashhead", "fp8", "infinitetalk-compiled", "runtime", "parallel"]
 
 
 def _dry_run(out: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -27,7 +27,7 @@ def test_dry_run_runs_every_part_and_writes_the_table(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = _rows(tmp_path)
     assert list(rows) == PARTS  # most informative first
-    for part in ("streams", "infinitetalk-eager", "cascade", "fp8", "infinitetalk-compiled", "runtime"):
+    for part in ("streams", "infinitetalk-eager", "cascade", "flashhead", "fp8", "infinitetalk-compiled", "runtime"):
         assert rows[part][1] == "ok", (part, rows[part], (tmp_path / f"{part}.log").read_text()[-2000:])
     assert rows["parallel"][1] == "skipped" and "more than one GPU" in rows["parallel"][4]
     assert rows["liveavatar"][1] == "ok"
@@ -36,6 +36,10 @@ def test_dry_run_runs_every_part_and_writes_the_table(tmp_path: Path) -> None:
     assert "overlapped frames identical to inline: True" in readme  # the streams part compared the two runs
     assert "| infinitetalk-compiled | flashtalk 64x48 resident | ok |" in readme
     assert "| cascade | dits-offloaded | ok |" in readme  # LiveAvatar then FlashVSR, both DiTs handed the device in turn
+    assert "| flashhead | lite eager x3 | ok |" in readme and "| flashhead | pro compiled | ok |" in readme  # sessions at once; compiled
+    flashhead = json.loads((tmp_path / "flashhead" / "flashhead-gpu.json").read_text())
+    assert all(r["status"] == "ok" for r in flashhead["scenarios"].values()) and len(flashhead["scenarios"]["lite eager x3"]["per_session"]) == 3
+    assert all(flashhead["warm_ups"][f"{v} compiled"]["compile_s"] > 0 for v in ("pro", "lite")), flashhead["warm_ups"]  # compiling happens there
     cascade = json.loads((tmp_path / "cascade" / "cascade-gpu.json").read_text())
     assert cascade["scenarios"]["resident"]["size"] == [256, 256] and "decode->flashvsr" in cascade["scenarios"]["resident"]["stage_switches"]
     for result in ("streams/streams.json", "infinitetalk-eager/infinitetalk-gpu.json", "runtime/gpu_check.json", "runtime/overlap.json"):

@@ -86,6 +86,14 @@ class FlashHeadFamily:
         modules = {"dit": Module("dit", networks.dit), "vae": Module("vae", networks.vae), "audio_encoder": Module("audio_encoder", networks.audio_encoder)}
         return cls(networks, modules, weights, warnings=list(warnings or []))
 
+    @classmethod
+    def production_model(cls) -> FlashHeadFamily:
+        """``avatarstream bench --scenario gpu``'s model: Pro at its real size with random weights, built in bf16 straight on the
+        GPU (on a CPU in float32), as ``bench/gpu_all.sh``'s flashhead part builds both variants."""
+        from avatarstream.families.flashhead.gpu_bench import random_family  # benchmark code loads only for `avatarstream bench`
+
+        return random_family("pro", tiny=False, device=torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+
     def resolve_options(self, options: FlashHeadOptions) -> tuple[Preset, ChunkGeometry]:
         """The settings ``options`` make (the preset's, the user's on top), checked against this variant's VAE."""
         settings = Preset(**options.with_preset(self.networks.variant))
