@@ -100,7 +100,7 @@ def test_bad_upscale_arguments_are_one_clear_error(tmp_path: Path, capsys: pytes
         main(["render", "--upscale-lead", "4", "--out", out])
     assert "an option of the held-nearest upscaler: add --upscale NAME" in capsys.readouterr().err
     assert main(["render", "--upscale", "held-nearest", "--upscale-lead", "0", "--out", out]) != 0
-    assert "--lead must be" in capsys.readouterr().err
+    assert "--upscale-lead must be" in capsys.readouterr().err
     with pytest.raises(InputError, match="without an upscaler"):
         Upscale(None, tmp_path).check()
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from avatarstream.cli.help_format import name_values
+from avatarstream.errors import InputError
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.registry import DEFAULT_MODEL, UPSCALERS, Upscale, names, options_class, registered
 
@@ -111,5 +112,14 @@ def model_options(args: argparse.Namespace) -> FamilyOptions:
 def upscale_request(args: argparse.Namespace) -> Upscale:
     """The upscaler the command line names, its weights folder and its options (checked by its dataclass)."""
     name = getattr(args, "upscale", None)
-    options = options_class(name, UPSCALERS).from_namespace(args, UPSCALE_DEST_PREFIX) if name is not None else None
-    return Upscale(name, getattr(args, "upscale_weights", None), options)
+    if name is None:
+        return Upscale(None, getattr(args, "upscale_weights", None))
+    options = options_class(name, UPSCALERS)
+    try:
+        parsed = options.from_namespace(args, UPSCALE_DEST_PREFIX)
+    except InputError as err:  # the dataclass names its own flags; the command line gave them after --upscale-
+        said = str(err)
+        for spec, flag in zip(options.specs(), options.flags(UPSCALE_FLAG_PREFIX), strict=True):
+            said = said.replace(spec.flag + " ", flag + " ")
+        raise InputError(said) from None
+    return Upscale(name, getattr(args, "upscale_weights", None), parsed)
