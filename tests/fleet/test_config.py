@@ -51,6 +51,10 @@ def test_config_args_are_checked() -> None:
         FleetSettings(serve=TINY, target_busy=1.5)
     with pytest.raises(InputError, match="--chunk-frames must be between 1 and 1000"):  # checked before Ray starts
         app_builder({"model": "demo-tiny", "model_options": {"chunk_frames": 0}})
+    with pytest.raises(InputError, match="--scale must be between 2 and 4"):  # an upscaler's options, checked the same way
+        app_builder({"model": "demo-tiny", "upscale": "bicubic", "upscale_options": {"scale": 9}})
+    with pytest.raises(InputError, match="unknown upscaler 'nope'"):
+        app_builder({"model": "demo-tiny", "upscale": "nope"})
     assert FleetSettings(serve=TINY, min_replicas=1, max_replicas=4).autoscales
 
 
