@@ -35,10 +35,10 @@ import torch
 from PIL import Image
 
 import avatarstream
+from avatarstream.components import kv_storage
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.families.infinitetalk.parity import render_arguments
 from avatarstream.families.liveavatar.networks import LiveAvatarNetworks
-from avatarstream.models.liveavatar import kv_storage
 from avatarstream.parity.checks import Check
 from avatarstream.parity.fixture import GoldenSet
 from avatarstream.parity.video import frame_checks, golden_frames

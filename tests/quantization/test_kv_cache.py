@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
+from avatarstream.components import kv_storage
 from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.liveavatar.memory import kv_bytes
 from avatarstream.families.registry import load_family
-from avatarstream.models.liveavatar import kv_storage
 from avatarstream.models.liveavatar.caches import StepCache
 from avatarstream.models.liveavatar.config import S2VConfig
 from avatarstream.sources.pcm import PcmBlock

@@ -7,7 +7,7 @@ rotated: their positions move with the stream) and values of the reference
 frame and the FramePack motion tokens, computed once by the sink prefill.
 Both are fixed-size tensors: memory does not grow with the stream. Either may
 be stored in another dtype than the model computes in, or in fp8 with a scale
-per token and head (``kv_storage.py``); reads give the compute dtype.
+per token and head (``components/kv_storage.py``); reads give the compute dtype.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from avatarstream.models.liveavatar import kv_storage
+from avatarstream.components import kv_storage
 from avatarstream.models.liveavatar.rope import Positions
 
 

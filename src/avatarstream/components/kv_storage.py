@@ -1,4 +1,9 @@
-"""How keys and values are stored in the KV caches and the sink: as computed, in another float dtype, or in fp8.
+"""How keys and values are stored in a model's KV caches: as computed, in another float dtype, or in fp8.
+
+Shared by every model that keeps a KV cache: LiveAvatar's rolling step caches
+and sink (tensors allocated once and written in place: ``empty``, ``put``,
+``get``) and FlashVSR's slab cache (which grows by a call's keys and drops its
+oldest slab: ``stored``, ``read``).
 
 fp8 is e4m3 (``float8_e4m3fn``) with one float32 scale per token and head:
 each head's vector of ``head_dim`` values is divided by its largest magnitude
@@ -35,17 +40,34 @@ def put(data: torch.Tensor, scale: torch.Tensor | None, index: tuple[int | slice
     if scale is None:
         data[index] = values
         return
-    amax = values.abs().amax(dim=-1, keepdim=True).float()
-    step = (amax / FP8_MAX).clamp(min=SMALLEST_SCALE)
-    data[index] = (values.float() / step).to(FP8)
-    scale[index] = step
+    data[index], scale[index] = _fp8(values)
 
 
 def get(data: torch.Tensor, scale: torch.Tensor | None, index: tuple[int | slice, ...], dtype: torch.dtype) -> torch.Tensor:
     """``data[index]`` in ``dtype``: a view when stored as computed, a dequantized copy otherwise."""
+    return read(data[index], None if scale is None else scale[index], dtype)
+
+
+def stored(values: torch.Tensor, storage: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``values`` [..., heads, head_dim] as ``storage`` holds them (None: ``values`` themselves), and their fp8 scales
+    [..., heads, 1] (None unless fp8)."""
+    if storage == FP8:
+        return _fp8(values)
+    return (values if storage is None else values.to(storage)), None
+
+
+def read(data: torch.Tensor, scale: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor:
+    """Stored values in ``dtype``: ``data`` itself when stored as computed, a dequantized copy otherwise."""
     if scale is None:
-        return data[index].to(dtype)
-    return (data[index].float() * scale[index]).to(dtype)
+        return data.to(dtype)
+    return (data.float() * scale).to(dtype)
+
+
+def _fp8(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """e4m3 values and their float32 scale per vector of the last dimension."""
+    amax = values.abs().amax(dim=-1, keepdim=True).float()
+    step = (amax / FP8_MAX).clamp(min=SMALLEST_SCALE)
+    return (values.float() / step).to(FP8), step
 
 
 def nbytes(*tensors: torch.Tensor | None) -> int:
