@@ -12,6 +12,11 @@ from pathlib import Path
 import torch
 
 import avatarstream
+from avatarstream.families.flashvsr.layout import resolve as resolve_flashvsr
+from avatarstream.families.flashvsr.networks import FlashVSRNetworks
+from avatarstream.families.flashvsr.parity import ParityNetworks as FlashVSRParityNetworks
+from avatarstream.families.flashvsr.parity import dit_case as flashvsr_dit_case
+from avatarstream.families.flashvsr.parity import lq_proj_case as flashvsr_lq_proj_case
 from avatarstream.families.infinitetalk.layout import resolve as resolve_infinitetalk
 from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.families.infinitetalk.parity import render_arguments
@@ -22,6 +27,7 @@ from avatarstream.families.liveavatar.parity import dit_case as liveavatar_dit_c
 from avatarstream.parity.fixture import GoldenSet
 from avatarstream.parity.video import frame_checks, golden_frames
 from avatarstream.runtime.quantize import quantize_network
+from avatarstream.weights.files import read_safetensors
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 CPU = torch.device("cpu")
@@ -63,3 +69,16 @@ def test_liveavatar_int8_dit_stays_within_a_hundredth_of_the_velocity() -> None:
     names = {"velocity": "velocity", "velocity, sink offset 4": "velocity_rel_dist_4", "velocity, sink offset 30": "velocity_rel_dist_30"}
     errors = _relative_errors(checks, gs.tensors("dit"), names)
     assert len(errors) == 3 and max(errors.values()) < 0.01, errors  # 0.0055 measured (0.028 of 5.2)
+
+
+def test_flashvsr_int8_dit_and_lq_projection_stay_within_a_hundredth_of_their_outputs() -> None:
+    gs = GoldenSet.open(FIXTURES / "flashvsr-tiny")
+    networks = FlashVSRNetworks.load(resolve_flashvsr(gs.weights / "FlashVSR"))
+    for name in ("dit", "lq_proj"):  # what --upscale-quantize quantizes by default
+        quantize_network(getattr(networks, name), "int8", CPU, name)
+    parity = FlashVSRParityNetworks(networks, vae=None)  # the two cases use the tiny mode's networks alone
+    with torch.inference_mode():
+        checks = flashvsr_dit_case(gs, parity) + flashvsr_lq_proj_case(gs, parity)
+    reference = {**read_safetensors(gs.root / "cases" / "dit.safetensors"), **read_safetensors(gs.root / "cases" / "lq_proj.safetensors")}
+    errors = _relative_errors(checks, reference, {"v": "v", "out_group0": "out_group0", "out_group1": "out_group1"})
+    assert len(errors) == 3 and max(errors.values()) < 0.01, errors  # 0.0052 (velocity), 0.0039 (LQ tokens) measured

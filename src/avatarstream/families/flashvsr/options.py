@@ -1,4 +1,4 @@
-"""The FlashVSR upscaler's options: precision, decoder mode, and the sparse attention's settings (no torch import here)."""
+"""The FlashVSR upscaler's options: precision and quantization, decoder mode, and the sparse attention's settings (no torch import here)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from avatarstream.families.options import DTYPE_NAMES, FamilyOptions, option, torch_dtype
+from avatarstream.families.quantization import quantize_modules_option, quantize_option
 from avatarstream.models.flashvsr.settings import StreamSettings
 
 if TYPE_CHECKING:  # the CLI reads these options to build its flags: torch loads only when a model does
@@ -17,6 +18,8 @@ DEFAULT_SPARSE_RATIO = 2.0
 DEFAULT_LOCAL_RANGE = 11
 DEFAULT_KV_RATIO = 3
 DEFAULT_COLOR_FIX = True
+#: What --upscale-quantize applies to unless --upscale-quantize-modules says otherwise: the modules with linear layers (the decoder keeps its precision).
+QUANTIZED_BY_DEFAULT = ("flashvsr_dit", "flashvsr_lq_proj")
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,8 @@ class FlashVSROptions(FamilyOptions):
     """Unset options take the reference example's values."""
 
     dtype: str | None = option(help="weight precision (default: bf16 on CUDA, fp32 on the CPU)", choices=DTYPE_NAMES, scope="load")
+    quantize: str | None = quantize_option()
+    quantize_modules: str | None = quantize_modules_option(QUANTIZED_BY_DEFAULT)
     mode: str | None = option(help="decoder: tiny (the TCDecoder, fast; the default) or full (the Wan 2.1 VAE, Wan2.1_VAE.pth)", choices=MODES, scope="load")
     sparse_ratio: float | None = option(
         help=f"attention sparsity: top-k blocks scale with it (1.5 faster, 2.0 more stable; {DEFAULT_SPARSE_RATIO:g})", minimum=0.1, maximum=100.0

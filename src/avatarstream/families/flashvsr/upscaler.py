@@ -5,7 +5,9 @@ Wan 2.1 VAE in ``full`` mode) are runtime modules named ``flashvsr_dit``,
 ``flashvsr_lq_proj`` and ``flashvsr_decoder``, so ``--residency`` places them
 beside the family's (``--residency dit=offloaded,flashvsr_dit=offloaded`` hands
 one GPU from the base model to FlashVSR chunk by chunk). Frames come out 4x wider and
-taller, centre-cropped to multiples of 128 as the reference crops them.
+taller, centre-cropped to multiples of 128 as the reference crops them. ``--upscale-quantize``
+holds the DiT's and the LQ projection's linear layers in int8 or fp8 (``--upscale-quantize-modules``
+chooses others), at load, as a family's ``--quantize`` does.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from avatarstream.families.builtin_upscalers import BUILTIN_UPSCALERS
 from avatarstream.families.flashvsr.layout import resolve
 from avatarstream.families.flashvsr.load import LATENT_CHANNELS
 from avatarstream.families.flashvsr.networks import FlashVSRNetworks
-from avatarstream.families.flashvsr.options import FlashVSROptions
+from avatarstream.families.flashvsr.options import QUANTIZED_BY_DEFAULT, FlashVSROptions
 from avatarstream.families.options import FamilyOptions
+from avatarstream.families.quantization import QUANTIZED_MARK, quantize_loaded
 from avatarstream.families.upscaler import UpscaleSpec
 from avatarstream.models.flashvsr.config import SIZE_MULTIPLE
 from avatarstream.models.flashvsr.frames import output_size
@@ -77,7 +80,14 @@ class FlashVSRUpscaler:
         networks = FlashVSRNetworks.load(layout, parsed.torch_dtype(device))
         random = random_mark(layout.dit)
         warnings = [RANDOM_WARNING.format(how=random)] if random is not None else []
-        return cls(networks, modules_of(networks), f"{weights} ({layout.mode} mode)", warnings)
+        upscaler = cls(networks, modules_of(networks), f"{weights} ({layout.mode} mode)", warnings)
+        try:
+            quantized = quantize_loaded(upscaler.modules, parsed.quantize, parsed.quantize_modules, QUANTIZED_BY_DEFAULT, device)
+        except InputError as err:  # its messages name a family's flags; an upscaler's are given after --upscale-
+            raise InputError(str(err).replace("--quantize", "--upscale-quantize")) from None
+        if quantized is not None:
+            upscaler.weights += QUANTIZED_MARK + quantized
+        return upscaler
 
     def build(self, frame_size: tuple[int, int], fps: int, options: FamilyOptions) -> UpscaleSpec:
         parsed = FlashVSROptions.parse(options)

@@ -6,9 +6,11 @@ the cached time slabs of earlier calls followed by the call's own, in the
 window layout of ``windows.py`` (post-norm, post-RoPE), and which 128-token
 blocks each query window sees is chosen per head by ``block_mask.py``. After
 the call the cache drops its oldest slab while it holds more than
-``kv_slabs``. The LQ projection's tokens are added to the hidden state before
-the first blocks (one per projection layer). Cross-attention keys and values
-come once from the fixed prompt embedding (``cross_kv``).
+``kv_slabs``. The cache may hold them in another dtype, or in fp8 with a
+scale per token and head (``components/kv_storage.py``); a layer attends to
+them in its own dtype. The LQ projection's tokens are added to the hidden
+state before the first blocks (one per projection layer). Cross-attention
+keys and values come once from the fixed prompt embedding (``cross_kv``).
 
 Parameter names are the original checkpoint's (``blocks.N.self_attn.q`` ...).
 """
@@ -23,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from avatarstream.components import kv_storage
 from avatarstream.models.flashvsr.block_mask import block_mask, local_window_mask
 from avatarstream.models.flashvsr.config import WINDOW, DiTConfig
 from avatarstream.models.flashvsr.rope import apply_rope, grid_rotations
@@ -53,30 +56,43 @@ class Grid:
 
 @dataclass
 class KVCache:
-    """One session's self-attention keys and values per layer, [windows, 128, dim] each, in whole time slabs."""
+    """One session's self-attention keys and values per layer, [windows, 128, dim] each, in whole time slabs.
+
+    ``storage``: the dtype they are held in (None: as computed; ``float8_e4m3fn``: fp8 with a float32 scale per token
+    and head, ``scales[layer]`` = (keys', values') [windows, 128, heads, 1]); a layer attends to them in its dtype."""
 
     keys: list[torch.Tensor | None]
     values: list[torch.Tensor | None]
+    storage: torch.dtype | None = None
+    scales: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
 
     @classmethod
-    def empty(cls, layers: int) -> KVCache:
-        return cls([None] * layers, [None] * layers)
+    def empty(cls, layers: int, storage: torch.dtype | None = None) -> KVCache:
+        return cls([None] * layers, [None] * layers, storage)
 
-    def extended(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The cached keys and values of ``layer`` followed by the call's own."""
-        old_k, old_v = self.keys[layer], self.values[layer]
-        if old_k is None or old_v is None:
-            return k, v
-        return torch.cat([old_k, k]), torch.cat([old_v, v])
+    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor, heads: int, per_slab: int, kv_slabs: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The cached keys and values of ``layer`` followed by the call's own, as a layer attends to them; the cache keeps
+        them, less the oldest slab while they hold more than ``kv_slabs`` (the reference drops one)."""
+        k_scale, v_scale = self.scales.get(layer, (None, None))
+        keys, k_scale = self._joined(self.keys[layer], k_scale, k, heads)
+        values, v_scale = self._joined(self.values[layer], v_scale, v, heads)
+        attended = kv_storage.read(keys, k_scale, k.dtype).flatten(-2), kv_storage.read(values, v_scale, v.dtype).flatten(-2)
+        drop = per_slab if keys.shape[0] // per_slab > kv_slabs else 0
+        self.keys[layer], self.values[layer] = keys[drop:].flatten(-2), values[drop:].flatten(-2)
+        if k_scale is not None and v_scale is not None:
+            self.scales[layer] = (k_scale[drop:], v_scale[drop:])
+        return attended
 
-    def keep(self, layer: int, k: torch.Tensor, v: torch.Tensor, per_slab: int, kv_slabs: int) -> None:
-        """Store the extended keys and values, less the oldest slab while they hold more than ``kv_slabs`` (the reference drops one)."""
-        if k.shape[0] // per_slab > kv_slabs:
-            k, v = k[per_slab:], v[per_slab:]
-        self.keys[layer], self.values[layer] = k, v
+    def _joined(self, held: torch.Tensor | None, scale: torch.Tensor | None, new: torch.Tensor, heads: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The held windows and ``new`` ones as stored, by head [windows, 128, heads, head_dim], with their fp8 scales."""
+        data, new_scale = kv_storage.stored(new.unflatten(-1, (heads, -1)), self.storage)
+        if held is None:
+            return data, new_scale
+        data = torch.cat([held.unflatten(-1, (heads, -1)), data])
+        return data, None if scale is None or new_scale is None else torch.cat([scale, new_scale])
 
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values) if t is not None)
+        return kv_storage.nbytes(*self.keys, *self.values, *(s for pair in self.scales.values() for s in pair))
 
 
 class RMSNorm(nn.Module):
@@ -108,13 +124,12 @@ class SelfAttention(Projections):
         heads, shape = self.num_heads, (grid.frames, grid.height, grid.width)
         q = partition(apply_rope(self.norm_q(self.q(x)), rotations, heads), *shape)
         k = partition(apply_rope(self.norm_k(self.k(x)), rotations, heads), *shape)
-        k, v = cache.extended(layer, k, partition(self.v(x), *shape))
         per_slab = windows_per_slab(grid.height, grid.width)
+        k, v = cache.append(layer, k, partition(self.v(x), *shape), heads, per_slab, sparsity.kv_slabs)
         local = local_window_mask(grid.height // WINDOW[1], grid.width // WINDOW[2], sparsity.local_range, x.device)
         mask = block_mask(q, k, heads, local, sparsity.topk_ratio)
         if masks is not None:
             masks.append(mask)
-        cache.keep(layer, k, v, per_slab, sparsity.kv_slabs)
 
         def by_head(t: torch.Tensor) -> torch.Tensor:
             return t.reshape(-1, heads, t.shape[-1] // heads).transpose(0, 1)

@@ -88,8 +88,10 @@ class FlashVSRStream:
         color_fix: bool = True,
         device: torch.device,
         dtype: torch.dtype,
+        kv_storage: torch.dtype | None = None,
         probe: Callable[[CallRecord], None] | None = None,
     ) -> None:
+        """``kv_storage``: the dtype the DiT's KV cache is held in (None: ``dtype``; ``float8_e4m3fn``: fp8 with scales)."""
         self.networks = networks
         self.noise = noise
         self.sparse_ratio = sparse_ratio
@@ -103,7 +105,7 @@ class FlashVSRStream:
         with torch.inference_mode():
             self.step = dit.timestep(TIMESTEP, dtype, device)
             self.cross = dit.cross_kv(networks.prompt.to(device, dtype))
-        self.cache = KVCache.empty(dit.config.num_layers)
+        self.cache = KVCache.empty(dit.config.num_layers, kv_storage)
         self.memory: DecoderMemory | DecoderCache = DecoderMemory() if isinstance(networks.decoder, TCDecoder) else DecoderCache.for_vae(networks.decoder)
         self.frames: list[torch.Tensor] = []  # upscaled uint8 frames [H, W, 3], the first at absolute index self.first
         self.first = 0
