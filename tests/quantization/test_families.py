@@ -16,12 +16,17 @@ from avatarstream.errors import InputError
 from avatarstream.families.registry import load_family, options_class
 from avatarstream.runtime.quantize import is_quantized
 
-FAMILIES = {"demo-tiny": ("a2v_dit", "sr_dit", "text_encoder"), "infinitetalk": ("dit", "text_encoder"), "liveavatar": ("dit", "text_encoder")}
+FAMILIES = {
+    "demo-tiny": ("a2v_dit", "sr_dit", "text_encoder"),
+    "infinitetalk": ("dit", "text_encoder"),
+    "liveavatar": ("dit", "text_encoder"),
+    "flashhead": ("dit",),
+}
 SPEECH = Path(__file__).parents[1] / "fixtures" / "liveavatar-tiny" / "cases" / "speech.wav"
 
 
-def weights(name: str, tiny_original: object, tiny_liveavatar: Path) -> Path | None:
-    return {"demo-tiny": None, "infinitetalk": Path(str(tiny_original.base)).parent, "liveavatar": tiny_liveavatar}[name]
+def weights(name: str, tiny_original: object, tiny_liveavatar: Path, tiny_flashhead: Path) -> Path | None:
+    return {"demo-tiny": None, "infinitetalk": Path(str(tiny_original.base)).parent, "liveavatar": tiny_liveavatar, "flashhead": tiny_flashhead}[name]
 
 
 def quantized_modules(family: object) -> set[str]:
@@ -30,8 +35,8 @@ def quantized_modules(family: object) -> set[str]:
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
-def test_the_dits_and_text_encoder_by_default_and_others_on_request(name: str, tiny_original: object, tiny_liveavatar: Path) -> None:
-    root = weights(name, tiny_original, tiny_liveavatar)
+def test_the_dits_and_text_encoder_by_default_and_others_on_request(name: str, tiny_original: object, tiny_liveavatar: Path, tiny_flashhead: Path) -> None:
+    root = weights(name, tiny_original, tiny_liveavatar, tiny_flashhead)
     assert quantized_modules(load_family(name, root)) == set()  # nothing unless asked
     family = load_family(name, root, {"quantize": "int8"})
     assert quantized_modules(family) == set(FAMILIES[name])

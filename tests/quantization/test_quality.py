@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pytest
 import torch
+from PIL import Image
 
 import avatarstream
+from avatarstream.families.flashhead.layout import resolve as resolve_flashhead
+from avatarstream.families.flashhead.networks import FlashHeadNetworks
+from avatarstream.families.flashhead.parity import dit_case as flashhead_dit_case
 from avatarstream.families.flashvsr.layout import resolve as resolve_flashvsr
 from avatarstream.families.flashvsr.networks import FlashVSRNetworks
 from avatarstream.families.flashvsr.parity import ParityNetworks as FlashVSRParityNetworks
@@ -82,3 +88,29 @@ def test_flashvsr_int8_dit_and_lq_projection_stay_within_a_hundredth_of_their_ou
     reference = {**read_safetensors(gs.root / "cases" / "dit.safetensors"), **read_safetensors(gs.root / "cases" / "lq_proj.safetensors")}
     errors = _relative_errors(checks, reference, {"v": "v", "out_group0": "out_group0", "out_group1": "out_group1"})
     assert len(errors) == 3 and max(errors.values()) < 0.01, errors  # 0.0052 (velocity), 0.0039 (LQ tokens) measured
+
+
+@pytest.mark.parametrize("variant", ["pro", "lite"])
+def test_flashhead_int8_dit_stays_within_three_hundredths_of_the_velocity(variant: str) -> None:
+    gs = GoldenSet.open(FIXTURES / "flashhead-tiny")
+    networks = FlashHeadNetworks.load(resolve_flashhead(gs.weights, variant=variant))
+    quantize_network(networks.dit, "int8", CPU, "dit")
+    with torch.inference_mode():
+        checks = flashhead_dit_case(gs, networks)
+    reference = read_safetensors(gs.root / "cases" / f"dit_{variant}.safetensors")
+    errors = _relative_errors(checks, reference, {"audio_tokens": "audio_tokens", "velocity_0": "velocity_0", "velocity_1": "velocity_1"})
+    assert len(errors) == 3 and max(errors.values()) < 0.03, errors  # 0.018 (Pro), 0.012 (Lite) measured
+
+
+def test_flashhead_int8_renders_the_golden_pro_stream_within_its_psnr_bound(tmp_path: Path) -> None:
+    """Through the family's own --quantize, from the reference's seed: Pro's draws are the reference's, so its frames compare."""
+    gs = GoldenSet.open(FIXTURES / "flashhead-tiny")
+    infer = gs.spec["config"]["pro"]["infer_params"]
+    options = {"size": [infer["width"], infer["height"]], "chunk_frames": infer["frame_num"], "motion_latents": infer["motion_frames_latent_num"],
+               "steps": infer["sample_steps"], "shift": infer["sample_shift"], "audio_buffer_s": infer["cached_audio_duration"], "quantize": "int8"}  # fmt: skip
+    avatarstream.render(gs.root / "cases" / "speech.wav", gs.root / "cases" / "ref_image.png", model="flashhead", weights=gs.weights,
+                        model_options=options, out=None, frames=tmp_path, seed=42, threads=1)  # fmt: skip
+    golden = read_safetensors(gs.root / "cases" / "stream_pro.safetensors")["frames_u8"].numpy().astype(np.float64)
+    ours = np.stack([np.asarray(Image.open(p)) for p in sorted(tmp_path.glob("*.png"))[: len(golden)]]).astype(np.float64)
+    psnr = 10 * np.log10(255**2 / ((ours - golden) ** 2).mean())
+    assert 48 < psnr < 80, psnr  # 52.0 dB measured; 89.5 in full precision (so the DiT was quantized)

@@ -25,10 +25,11 @@ from avatarstream.families.block_plan import BlockPlan
 from avatarstream.families.builtin import BUILTIN
 from avatarstream.families.flashhead.layout import resolve
 from avatarstream.families.flashhead.networks import FlashHeadNetworks
-from avatarstream.families.flashhead.options import FlashHeadOptions
+from avatarstream.families.flashhead.options import QUANTIZED_BY_DEFAULT, FlashHeadOptions
 from avatarstream.families.flashhead.presets import ChunkGeometry, Preset, check_geometry
 from avatarstream.families.flashhead.reference_image import load_reference
 from avatarstream.families.options import FamilyOptions
+from avatarstream.families.quantization import QUANTIZED_MARK, quantize_loaded
 from avatarstream.models.flashhead.audio_features import FPS, SAMPLE_RATE
 from avatarstream.models.flashhead.sampler import timesteps
 from avatarstream.pipeline.spec import PipelineSpec
@@ -74,11 +75,16 @@ class FlashHeadFamily:
     @classmethod
     def load(cls, root: Path | None, options: FlashHeadOptions | None = None, *, device: torch.device | None = None, seed: int = 0) -> FlashHeadFamily:
         options = options or FlashHeadOptions()
+        device = device or torch.device("cpu")
         layout = resolve(root, variant=options.variant, base=options.base, audio_encoder=options.audio_encoder)
-        networks = FlashHeadNetworks.load(layout, options.torch_dtype(device or torch.device("cpu")))
+        networks = FlashHeadNetworks.load(layout, options.torch_dtype(device))
         random = random_mark(layout.weights_file)
         warnings = [RANDOM_WARNING.format(how=random)] if random is not None else []
-        return cls.from_networks(networks, f"{layout.model}, {layout.vae}, {layout.audio_encoder}", warnings=warnings)
+        family = cls.from_networks(networks, f"{layout.model}, {layout.vae}, {layout.audio_encoder}", warnings=warnings)
+        quantized = quantize_loaded(family.modules, options.quantize, options.quantize_modules, QUANTIZED_BY_DEFAULT, device)
+        if quantized is not None:
+            family.weights += QUANTIZED_MARK + quantized
+        return family
 
     @classmethod
     def from_networks(cls, networks: FlashHeadNetworks, weights: str, *, warnings: list[str] | None = None) -> FlashHeadFamily:

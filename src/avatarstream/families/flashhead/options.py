@@ -1,4 +1,4 @@
-"""The FlashHead family's options: which variant and where its weights are, and how chunks are generated."""
+"""The FlashHead family's options: which variant and where its weights are, how they are held, and how chunks are generated."""
 
 from __future__ import annotations
 
@@ -9,9 +9,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from avatarstream.families.flashhead.presets import DEFAULT_PRESET, PRESETS
 from avatarstream.families.options import DTYPE_NAMES, FamilyOptions, Size, option, torch_dtype
+from avatarstream.families.quantization import quantize_modules_option, quantize_option
 
 if TYPE_CHECKING:  # the CLI reads these options to build its flags: torch loads only when a model does
     import torch
+
+#: What --quantize applies to unless --quantize-modules says otherwise: the DiT (the VAE and wav2vec2 keep their precision).
+QUANTIZED_BY_DEFAULT = ("dit",)
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,8 @@ class FlashHeadOptions(FamilyOptions):
     dtype: str | None = option(help="weight precision (default: bf16 on CUDA, fp32 on the CPU)", choices=DTYPE_NAMES, scope="load")
     base: Path | None = option(help="the SoulX-FlashHead-1_3B folder, if not under --weights", scope="load", metavar="DIR")
     audio_encoder: Path | None = option(help="the wav2vec2-base-960h folder, if not under --weights", scope="load", metavar="DIR")
+    quantize: str | None = quantize_option()
+    quantize_modules: str | None = quantize_modules_option(QUANTIZED_BY_DEFAULT)
     preset: str | None = option(
         help="pro (Model_Pro + the Wan 2.1 VAE; the default) or lite (Model_Lite + the LTX-Video VAE): which weights load, "
         "with the reference's settings (512x512, 33-frame chunks, 4 steps)",
