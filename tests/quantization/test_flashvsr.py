@@ -77,4 +77,5 @@ def test_the_default_holds_what_the_model_computes_as_before() -> None:
     keys, _ = cache.append(0, k, k, 2, 2, 2)
     assert torch.equal(keys, k) and cache.scales == {}
     held = cache.keys[0]
-    assert held is not None and held.data_ptr() == k[2:].data_ptr()  # a view of the call's own keys, the oldest slab dropped
+    assert held is not None and torch.equal(held, k[2:])  # the call's own keys, the oldest slab dropped
+    assert cache.nbytes() == 2 * held.numel() * 4  # in storage of their own: the dropped slab is freed

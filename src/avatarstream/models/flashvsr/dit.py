@@ -78,9 +78,9 @@ class KVCache:
         values, v_scale = self._joined(self.values[layer], v_scale, v, heads)
         attended = kv_storage.read(keys, k_scale, k.dtype).flatten(-2), kv_storage.read(values, v_scale, v.dtype).flatten(-2)
         drop = per_slab if keys.shape[0] // per_slab > kv_slabs else 0
-        self.keys[layer], self.values[layer] = keys[drop:].flatten(-2), values[drop:].flatten(-2)
+        self.keys[layer], self.values[layer] = _kept(keys, drop).flatten(-2), _kept(values, drop).flatten(-2)
         if k_scale is not None and v_scale is not None:
-            self.scales[layer] = (k_scale[drop:], v_scale[drop:])
+            self.scales[layer] = (_kept(k_scale, drop), _kept(v_scale, drop))
         return attended
 
     def _joined(self, held: torch.Tensor | None, scale: torch.Tensor | None, new: torch.Tensor, heads: int) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -92,7 +92,14 @@ class KVCache:
         return data, None if scale is None or new_scale is None else torch.cat([scale, new_scale])
 
     def nbytes(self) -> int:
-        return kv_storage.nbytes(*self.keys, *self.values, *(s for pair in self.scales.values() for s in pair))
+        """Bytes the cache keeps allocated (a view's whole storage)."""
+        held = (*self.keys, *self.values, *(s for pair in self.scales.values() for s in pair))
+        return sum(t.untyped_storage().nbytes() for t in held if t is not None)
+
+
+def _kept(windows: torch.Tensor, drop: int) -> torch.Tensor:
+    """``windows`` less the first ``drop``, in storage of their own: a view would keep the dropped slab allocated."""
+    return windows[drop:].clone() if drop else windows
 
 
 class RMSNorm(nn.Module):
