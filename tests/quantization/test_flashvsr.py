@@ -1,6 +1,6 @@
 """The FlashVSR upscaler's ``--upscale-quantize`` (its DiT and LQ projection by default, the decoder on request only, the
 mistakes named with the upscaler's flags) and its DiT's fp8 KV cache (each head within e4m3's rounding, never quantized
-twice, the oldest slab dropped with its scales)."""
+twice, the oldest slab dropped with its scales; ``--upscale-kv-cache-dtype`` gives it to every session)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,15 @@ import torch
 
 from avatarstream.components import kv_storage
 from avatarstream.errors import InputError
+from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.flashvsr.options import FlashVSROptions
 from avatarstream.families.flashvsr.upscaler import FlashVSRUpscaler
+from avatarstream.families.registry import Upscale, load_family
 from avatarstream.models.flashvsr.dit import KVCache
+from avatarstream.models.flashvsr.stream import FlashVSRStream
 from avatarstream.runtime.quantize import is_quantized
+from avatarstream.sources.pcm import PcmBlock
+from runtime.helpers import speech
 
 WEIGHTS = Path(__file__).parents[1] / "fixtures" / "flashvsr-tiny" / "weights" / "FlashVSR"
 CPU = torch.device("cpu")
@@ -79,3 +84,18 @@ def test_the_default_holds_what_the_model_computes_as_before() -> None:
     held = cache.keys[0]
     assert held is not None and torch.equal(held, k[2:])  # the call's own keys, the oldest slab dropped
     assert cache.nbytes() == 2 * held.numel() * 4  # in storage of their own: the dropped slab is freed
+
+
+def test_the_kv_cache_dtype_reaches_every_sessions_stream_and_the_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    streams: list[FlashVSRStream] = []
+    start = FlashVSRStream.__init__
+    monkeypatch.setattr(FlashVSRStream, "__init__", lambda self, *args, **kwargs: streams.append(self) or start(self, *args, **kwargs))
+    cascade = Upscale("flashvsr", WEIGHTS, {"kv_cache_dtype": "fp8"}).load(load_family("demo-tiny"), device=CPU)
+    pipeline = build_pipeline(cascade, CPU)
+    frames = [c.frames for c in pipeline.stream([PcmBlock(speech(1.5), 16000)], cascade.reference(None), seed=1)]
+    assert sum(len(f) for f in frames) > 25
+    (stream,) = streams
+    assert {t.dtype for t in stream.cache.keys if t is not None} == {kv_storage.FP8} and stream.cache.scales
+    upscaler = cascade.upscaler
+    assert upscaler.build((64, 64), 25, FlashVSROptions(kv_cache_dtype="fp8")).settings["kv_cache_dtype"] == "fp8"
+    assert "kv_cache_dtype" not in upscaler.build((64, 64), 25, FlashVSROptions()).settings  # unset, the report's settings are as before

@@ -26,6 +26,13 @@ FP8 = torch.float8_e4m3fn
 FP8_MAX = torch.finfo(FP8).max
 #: A scale never below this, so that an all-zero vector (an empty cache row) stays zero.
 SMALLEST_SCALE = 1e-12
+#: What a KV cache dtype option may name: a float dtype, or fp8.
+NAMED = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp8": FP8}
+
+
+def named(name: str | None) -> torch.dtype | None:
+    """A KV cache dtype option's value (``fp8``, ``bf16`` ...) as the dtype to store in; None: as computed."""
+    return None if name is None else NAMED[name]
 
 
 def empty(shape: tuple[int, ...], dtype: torch.dtype, storage: torch.dtype | None, device: torch.device) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 from avatarstream.families.options import DTYPE_NAMES, FamilyOptions, option, torch_dtype
 from avatarstream.families.quantization import quantize_modules_option, quantize_option
-from avatarstream.models.flashvsr.settings import StreamSettings
 
 if TYPE_CHECKING:  # the CLI reads these options to build its flags: torch loads only when a model does
     import torch
@@ -20,6 +19,18 @@ DEFAULT_KV_RATIO = 3
 DEFAULT_COLOR_FIX = True
 #: What --upscale-quantize applies to unless --upscale-quantize-modules says otherwise: the modules with linear layers (the decoder keeps its precision).
 QUANTIZED_BY_DEFAULT = ("flashvsr_dit", "flashvsr_lq_proj")
+#: How the DiT's KV cache may be held: a float dtype, or fp8 (e4m3 with a scale per token and head).
+KV_CACHE_DTYPES = (*DTYPE_NAMES, "fp8")
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    """``FlashVSRStream``'s tuning, every one set: the attention's sparsity and window, the KV cache's slabs, the colour fix."""
+
+    sparse_ratio: float
+    local_range: int
+    kv_ratio: int
+    color_fix: bool
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,11 @@ class FlashVSROptions(FamilyOptions):
         help=f"attention window, in 128-pixel windows across (9 sharper, 11 more stable; {DEFAULT_LOCAL_RANGE})", minimum=1, maximum=255, metavar="N"
     )
     kv_ratio: int | None = option(help=f"time slabs (2 latent frames each) the KV cache keeps ({DEFAULT_KV_RATIO})", minimum=1, maximum=64, metavar="N")
+    kv_cache_dtype: str | None = option(
+        help="how the DiT's KV cache is held: fp8 (e4m3 with a scale per token and head, dequantized when a layer attends: about half "
+        "of bf16's bytes) or a float dtype (default: the weights' precision)",
+        choices=KV_CACHE_DTYPES,
+    )
     color_fix: bool | None = option(help="match each output frame's colour statistics to its upscaled input frame (adain; on)")
 
     def torch_dtype(self, device: torch.device) -> torch.dtype:

@@ -7,7 +7,8 @@ beside the family's (``--residency dit=offloaded,flashvsr_dit=offloaded`` hands
 one GPU from the base model to FlashVSR chunk by chunk). Frames come out 4x wider and
 taller, centre-cropped to multiples of 128 as the reference crops them. ``--upscale-quantize``
 holds the DiT's and the LQ projection's linear layers in int8 or fp8 (``--upscale-quantize-modules``
-chooses others), at load, as a family's ``--quantize`` does.
+chooses others), at load, as a family's ``--quantize`` does; ``--upscale-kv-cache-dtype fp8`` holds
+each session's KV cache in fp8.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import ClassVar
 
 import torch
 
+from avatarstream.components.kv_storage import named
 from avatarstream.components.wan.layout import random_mark
 from avatarstream.errors import InputError
 from avatarstream.families.builtin_upscalers import BUILTIN_UPSCALERS
@@ -31,8 +33,10 @@ from avatarstream.families.quantization import QUANTIZED_MARK, quantize_loaded
 from avatarstream.families.upscaler import UpscaleSpec
 from avatarstream.models.flashvsr.config import SIZE_MULTIPLE
 from avatarstream.models.flashvsr.frames import output_size
+from avatarstream.models.flashvsr.stream import FlashVSRStream
 from avatarstream.runtime.module import Module
-from avatarstream.stages.upscale.flashvsr import FlashVSRStage
+from avatarstream.stages.common import device_and_dtype
+from avatarstream.stages.upscale.flashvsr import FlashVSRStage, session_noise
 
 #: One latent frame is 8x8 pixels (of the Wan VAE's 16 channels).
 LATENT_STRIDE = 8
@@ -95,7 +99,16 @@ class FlashVSRUpscaler:
         if width < SIZE_MULTIPLE or height < SIZE_MULTIPLE:
             raise InputError(f"frames of {frame_size[0]}x{frame_size[1]} are too small for FlashVSR: 4x they must cover {SIZE_MULTIPLE}x{SIZE_MULTIPLE}")
         settings = parsed.settings()
-        m = self.modules
         latent_frame = (1, LATENT_CHANNELS, 1, height // LATENT_STRIDE, width // LATENT_STRIDE)
-        stage = FlashVSRStage(m["flashvsr_dit"], m["flashvsr_lq_proj"], m["flashvsr_decoder"], self.networks, settings, latent_frame)
-        return UpscaleSpec([stage], (width, height), {"mode": self.networks.mode, **dataclasses.asdict(settings)})
+        kv = named(parsed.kv_cache_dtype)
+        dit = self.modules["flashvsr_dit"]
+
+        def open_stream(seed: int) -> FlashVSRStream:
+            device, dtype = device_and_dtype(dit)
+            return FlashVSRStream(
+                self.networks, noise=session_noise(seed, device, latent_frame), **dataclasses.asdict(settings), device=device, dtype=dtype, kv_storage=kv
+            )
+
+        stage = FlashVSRStage(tuple(self.modules.values()), open_stream)
+        resolved = {"mode": self.networks.mode, **dataclasses.asdict(settings)} | ({"kv_cache_dtype": parsed.kv_cache_dtype} if kv is not None else {})
+        return UpscaleSpec([stage], (width, height), resolved)
