@@ -40,7 +40,7 @@ def quantize_option() -> Any:
 
 def quantize_modules_option(defaults: Sequence[str]) -> Any:
     """The ``quantize_modules`` field, naming the family's default modules in its help."""
-    return option(help=f"the modules --quantize applies to, comma-separated ({','.join(defaults)})", scope="load", metavar="NAME,...")
+    return option(help=f"the modules quantize applies to, comma-separated ({','.join(defaults)})", scope="load", metavar="NAME,...")
 
 
 def chosen_modules(text: str | None, defaults: Sequence[str], modules: Mapping[str, Module]) -> list[str]:
