@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
+from avatarstream.families.flashhead import gpu_bench
 from avatarstream.families.flashhead.family import FlashHeadFamily
 from avatarstream.families.flashhead.gpu_bench import RESULT_FILE, main, meta_networks
 from avatarstream.families.flashhead.options import FlashHeadOptions
@@ -42,6 +44,7 @@ def test_tiny_networks_are_the_tiny_checkpoints(tmp_path: Path, variant: str) ->
 
 
 def test_dry_run_renders_eager_compiled_and_sessions_at_once(tmp_path: Path) -> None:
+    torch._dynamo.reset()  # dynamo reuses another test's graphs of the same block code and shapes, and the warm-up would compile nothing
     scenarios = "lite eager,pro eager,lite eager x3,lite compiled"
     result = main(["--out", str(tmp_path), *ARGS, "--scenarios", scenarios])
     assert json.loads((tmp_path / RESULT_FILE).read_text()) == json.loads(json.dumps(result))
@@ -62,6 +65,20 @@ def test_no_scenario_starts_after_the_budget(tmp_path: Path) -> None:
     result = main(["--out", str(tmp_path), *ARGS, "--scenarios", "pro eager,lite compiled", "--budget-s", "0"])
     assert {name: r["status"] for name, r in result["scenarios"].items()} == {"pro eager": "skipped", "lite compiled": "skipped"}
     assert "time budget of 0 s spent" in result["scenarios"]["pro eager"]["reason"] and result["warm_ups"] == {}
+
+
+def test_a_failing_scenario_is_reported_and_the_next_one_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = gpu_bench.run_scenario
+
+    def breaks_compiled(family: FlashHeadFamily, scenario: gpu_bench.Scenario, *args: Any) -> dict[str, Any]:
+        if scenario.compiled:
+            raise RuntimeError("no kernel for this shape\n(details)")
+        return run(family, scenario, *args)
+
+    monkeypatch.setattr(gpu_bench, "run_scenario", breaks_compiled)
+    result = main(["--out", str(tmp_path), *ARGS, "--scenarios", "lite compiled,lite compiled x2"])
+    assert result["scenarios"]["lite compiled"] == {"status": "failed", "reason": "RuntimeError: no kernel for this shape"}
+    assert result["scenarios"]["lite compiled x2"]["status"] == "failed" and "lite compiled" in result["warm_ups"]  # warmed once
 
 
 def test_an_unknown_scenario_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,6 +26,7 @@ import argparse
 import dataclasses
 import statistics
 import time
+import traceback
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -289,11 +290,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         family = families[scenario.variant]
         only_on_device(families, scenario.variant, device)
         mode = f"{scenario.variant} {'compiled' if scenario.compiled else 'eager'}"
-        if mode not in result["warm_ups"]:
-            progress(f"warm-up: {mode}, one chunk")
-            result["warm_ups"][mode] = warm_up(family, plan, device, speech, args.compile_backend if scenario.compiled else None)
-        progress(f"running: {scenario.name} at {plan.size[0]}x{plan.size[1]}")
-        record = result["scenarios"][scenario.name] = run_scenario(family, scenario, plan, device, speech, args.compile_backend)
+        try:
+            if mode not in result["warm_ups"]:
+                progress(f"warm-up: {mode}, one chunk")
+                result["warm_ups"][mode] = warm_up(family, plan, device, speech, args.compile_backend if scenario.compiled else None)
+            progress(f"running: {scenario.name} at {plan.size[0]}x{plan.size[1]}")
+            record = run_scenario(family, scenario, plan, device, speech, args.compile_backend)
+        except Exception as exc:  # noqa: BLE001 - reported, and the next scenario runs: a first GPU run must not lose the rest to one
+            traceback.print_exc()
+            record = {"status": "failed", "reason": f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"}
+        result["scenarios"][scenario.name] = record
         progress(f"  -> {headline(record)}")
         gpu_run.write_json(path, {**result, "total_s": round(progress.elapsed, 1)})
     result["total_s"] = round(progress.elapsed, 1)
