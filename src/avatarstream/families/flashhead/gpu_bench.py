@@ -10,11 +10,12 @@ waits on the host, so peak memory is one variant's. Reported per scenario:
 time to first frame, fps, real-time factor, the steady chunk time and the fps
 it gives, per-stage time, peak device memory; with several sessions, the
 aggregate fps, each session's figures and whether each kept up with 25 fps
-(the slowest session's figures are the scenario's). ``--compile`` is measured
-after one warm-up chunk that compiles the DiT's blocks, its time apart
-(``warm_ups``); a variant's eager scenarios run before its compiled ones
-(compiling lasts for the network's life). The JSON is rewritten after every
-scenario; none starts after the budget.
+in its steady chunks (the slowest session's figures are the scenario's).
+``--compile`` is measured after one warm-up chunk that compiles the DiT's
+blocks, its time apart (``warm_ups``); a variant's eager scenarios run before
+its compiled ones (compiling lasts for the network's life). The JSON is
+rewritten after every scenario; none starts after the budget, and one that
+fails is reported as failed while the next one runs.
 
     python -m avatarstream.families.flashhead.gpu_bench --out bench/results/DIR            # a CUDA GPU, ~2 min
     python -m avatarstream.families.flashhead.gpu_bench --out /tmp/x --tiny --device cpu --compile-backend aot_eager   # seconds
