@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from avatarstream.cli.main import build_parser
-from avatarstream.cli.model_args import selected_model
+from avatarstream.cli.model_args import selected_model, selected_upscaler
 
 ROOT = Path(__file__).parents[1]
 PAGES = [ROOT / "README.md", ROOT / "MODEL.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -61,7 +61,7 @@ COMMANDS = _command_lines()
 @pytest.mark.parametrize(("where", "argv"), COMMANDS, ids=[f"{w}:{' '.join(a)[:40]}" for w, a in COMMANDS])
 def test_documented_command_line_parses(where: str, argv: list[str]) -> None:
     try:
-        build_parser(selected_model(argv)).parse_args(argv)
+        build_parser(selected_model(argv), selected_upscaler(argv)).parse_args(argv)
     except SystemExit as exit_:
         pytest.fail(f"{where}: `avatarstream {' '.join(argv)}` does not parse (exit {exit_.code})")
 

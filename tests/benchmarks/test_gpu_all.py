@@ -60,3 +60,14 @@ def test_no_time_left_skips_the_rest_and_still_writes_the_table(tmp_path: Path) 
     assert all(rows[part][1] == "skipped" for part in ("infinitetalk-eager", "infinitetalk-compiled", "runtime"))
     assert "no time left" in rows["runtime"][4]
     assert "| runtime | skipped |" in (tmp_path / "README.md").read_text()
+
+
+def test_parts_runs_only_those_and_a_second_call_adds_its_rows(tmp_path: Path) -> None:
+    for parts in ("streams", "parallel"):
+        done = subprocess.run([str(SCRIPT), "--dry-run", "--out", str(tmp_path), "--parts", parts], env={**os.environ, "PYTHON": sys.executable,
+                              "OMP_NUM_THREADS": "1"}, check=False, capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+    rows = _rows(tmp_path)
+    assert list(rows) == ["streams", "parallel"] and rows["streams"][1] == "ok"
+    readme = (tmp_path / "README.md").read_text()
+    assert "| streams | ok |" in readme and "| parallel | skipped |" in readme and "| fp8 |" not in readme
