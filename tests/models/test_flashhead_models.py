@@ -41,3 +41,35 @@ def test_colour_correction_and_truncation_give_the_references_first_frames() -> 
     golden = t["frames_u8"][: frames.shape[0]]
     assert (frames.int() - golden.int()).abs().max() <= 1 and (frames != golden).float().mean() <= 1e-3
     assert torch.equal(correct_colors(t["c0_video_float"][None], t["cond_image"], 0.0), t["c0_video_float"][None])
+
+
+def test_sessions_encoding_at_once_with_other_buffer_lengths_get_their_own_features() -> None:
+    """The resampling to video-frame rows is per encode: two threads on one wav2vec2, 37 and 50 rows, as alone."""
+    import threading
+
+    from transformers import Wav2Vec2Config, Wav2Vec2Model
+
+    from avatarstream.models.flashhead.audio_features import frame_features
+
+    torch.manual_seed(0)
+    sizes = {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 32, "conv_dim": (16,) * 7,
+             "num_conv_pos_embeddings": 16, "num_conv_pos_embedding_groups": 2}  # fmt: skip
+    model = Wav2Vec2Model(Wav2Vec2Config(**sizes)).eval()
+    values = torch.randn(32000)
+    with torch.inference_mode():
+        alone = {rows: frame_features(model, values, rows) for rows in (37, 50)}
+        together: dict[int, list[torch.Tensor]] = {37: [], 50: []}
+        start = threading.Barrier(2)
+
+        def encode(rows: int) -> None:
+            start.wait()
+            with torch.inference_mode():
+                together[rows].extend(frame_features(model, values, rows) for _ in range(4))
+
+        threads = [threading.Thread(target=encode, args=(rows,)) for rows in (37, 50)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    for rows, outs in together.items():
+        assert len(outs) == 4 and all(torch.equal(out, alone[rows]) for out in outs) and alone[rows].shape[0] == rows

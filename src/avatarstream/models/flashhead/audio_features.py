@@ -10,6 +10,10 @@ chunk being the buffer's last ``frame_num`` frames.
 
 from __future__ import annotations
 
+import threading
+import weakref
+from contextvars import ContextVar
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -26,22 +30,36 @@ def normalize(extractor: Wav2Vec2FeatureExtractor, samples: np.ndarray) -> torch
     return torch.as_tensor(extractor(samples, sampling_rate=SAMPLE_RATE, return_tensors="np").input_values[0])
 
 
+#: The rows the CNN features of the encode running on this thread are resampled to (None: not a FlashHead encode).
+_ROWS: ContextVar[int | None] = ContextVar("flashhead_feature_rows", default=None)
+_HOOKED: weakref.WeakSet[torch.nn.Module] = weakref.WeakSet()
+_HOOKING = threading.Lock()
+
+
+def _resample(module: torch.nn.Module, inputs: object, cnn: torch.Tensor) -> torch.Tensor | None:
+    rows = _ROWS.get()
+    return None if rows is None else F.interpolate(cnn, size=rows, mode="linear", align_corners=True)
+
+
 def frame_features(model: Wav2Vec2Model, values: torch.Tensor, frames: int) -> torch.Tensor:
     """Input values [N] -> hidden states 1..L at one row per video frame: [frames, L, C].
 
     The CNN's 50 Hz features are resampled to ``frames`` rows before the
-    feature projection and the transformer, as the reference's wav2vec2 does
-    (a hook on transformers' feature encoder, so its forward stays the library's).
+    feature projection and the transformer, as the reference's wav2vec2 does:
+    by a hook on transformers' feature encoder (its forward stays the
+    library's). The hook is set once per model and reads the row count of the
+    encode running on its own thread, so sessions encoding at once with other
+    buffer lengths never resample with each other's.
     """
-
-    def resample(module: torch.nn.Module, inputs: object, cnn: torch.Tensor) -> torch.Tensor:
-        return F.interpolate(cnn, size=frames, mode="linear", align_corners=True)
-
-    handle = model.feature_extractor.register_forward_hook(resample)
+    with _HOOKING:
+        if model.feature_extractor not in _HOOKED:
+            model.feature_extractor.register_forward_hook(_resample)
+            _HOOKED.add(model.feature_extractor)
+    token = _ROWS.set(frames)
     try:
         out = model(values[None].to(model.dtype), output_hidden_states=True)
     finally:
-        handle.remove()
+        _ROWS.reset(token)
     return torch.stack(out.hidden_states[1:], dim=2)[0].float()
 
 
