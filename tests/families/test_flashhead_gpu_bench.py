@@ -12,8 +12,9 @@ import torch
 
 from avatarstream.families.flashhead import gpu_bench
 from avatarstream.families.flashhead.family import FlashHeadFamily
-from avatarstream.families.flashhead.gpu_bench import RESULT_FILE, main, meta_networks
+from avatarstream.families.flashhead.gpu_bench import RESULT_FILE, main
 from avatarstream.families.flashhead.options import FlashHeadOptions
+from avatarstream.families.flashhead.random_networks import meta_networks
 from avatarstream.families.flashhead.tiny import write_tiny_checkpoint
 
 #: Bytes of the real downloads (the golden set's README, from download manifests at HF revision 59119b6): (DiT, VAE, wav2vec2).

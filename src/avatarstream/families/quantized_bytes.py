@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from avatarstream.families.flashhead.gpu_bench import REAL_DIT as FLASHHEAD_DIT
+from avatarstream.families.flashhead.random_networks import REAL_DIT as FLASHHEAD_DIT
 from avatarstream.families.flashvsr.memory import session_bytes
 from avatarstream.families.flashvsr.options import DEFAULT_KV_RATIO
 from avatarstream.families.infinitetalk import memory as infinitetalk

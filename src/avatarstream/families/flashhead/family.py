@@ -96,9 +96,11 @@ class FlashHeadFamily:
     def production_model(cls) -> FlashHeadFamily:
         """``avatarstream bench --scenario gpu``'s model: Pro at its real size with random weights, built in bf16 straight on the
         GPU (on a CPU in float32), as ``bench/gpu_all.sh``'s flashhead part builds both variants."""
-        from avatarstream.families.flashhead.gpu_bench import random_family  # benchmark code loads only for `avatarstream bench`
+        from avatarstream.families.flashhead.random_networks import DTYPE, build_networks  # loads only for `avatarstream bench`
 
-        return random_family("pro", tiny=False, device=torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = DTYPE if device.type == "cuda" else torch.float32
+        return cls.from_networks(build_networks("pro", tiny=False, device=device, dtype=dtype), "random real-size pro weights")
 
     def resolve_options(self, options: FlashHeadOptions) -> tuple[Preset, ChunkGeometry]:
         """The settings ``options`` make (the preset's, the user's on top), checked against this variant's VAE."""

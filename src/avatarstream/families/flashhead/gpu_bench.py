@@ -35,31 +35,19 @@ from typing import Any
 
 import numpy as np
 import torch
-from diffusers.models.autoencoders.autoencoder_kl_ltx import AutoencoderKLLTXVideo
-from transformers import Wav2Vec2Config, Wav2Vec2FeatureExtractor, Wav2Vec2Model
 
 from avatarstream.benchtools import gpu_run
 from avatarstream.benchtools.audio import bundled_speech, looped
-from avatarstream.components.wan.config import VAEConfig
-from avatarstream.components.wan.vae import build_vae
 from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.flashhead.family import FlashHeadFamily
-from avatarstream.families.flashhead.networks import FlashHeadNetworks
-from avatarstream.families.flashhead.tiny import LATENT, TINY_DIT, TINY_LTX, TINY_WAV2VEC2
+from avatarstream.families.flashhead.random_networks import DTYPE, build_networks
 from avatarstream.models.flashhead.audio_features import FPS, SAMPLE_RATE
-from avatarstream.models.flashhead.config import FlashHeadConfig
-from avatarstream.models.flashhead.dit import FlashHeadDiT
-from avatarstream.models.flashhead.vae import LtxVideoVAE, VideoVAE, WanVideoVAE
 from avatarstream.pipeline.observer import ChunkDone, RunObserver
 from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.pipeline.report import ReportRecorder, peak_rss_bytes
 from avatarstream.runtime.devices import peak_device_bytes, synchronize
-from avatarstream.weights.meta_load import empty_weights
 
-DTYPE = torch.bfloat16
 RESULT_FILE = "flashhead-gpu.json"
-#: The published DiT sizes (``FlashHeadConfig``'s defaults are Pro's); Lite differs in its latent and patch.
-REAL_DIT = {"pro": FlashHeadConfig(), "lite": dataclasses.replace(FlashHeadConfig(), in_dim=256, out_dim=128, patch_size=(1, 1, 1), vae_stride=(8, 32, 32))}
 
 
 @dataclass(frozen=True)
@@ -89,43 +77,6 @@ class Plan:
 
 REAL_PLAN = Plan((512, 512), 4.0, tiny=False)
 TINY_PLAN = Plan((64, 64), 1.5, tiny=True)
-
-
-def meta_networks(variant: str, tiny: bool) -> FlashHeadNetworks:
-    """The variant's networks with meta parameters (shapes only), at real or tiny size."""
-    audio = Wav2Vec2Config(**TINY_WAV2VEC2) if tiny else Wav2Vec2Config()  # wav2vec2-base-960h's sizes are the defaults
-    with empty_weights():
-        dit = FlashHeadDiT((TINY_DIT if tiny else REAL_DIT)[variant])
-        vae: VideoVAE
-        if variant == "pro":
-            vae = WanVideoVAE(build_vae(VAEConfig(base_dim=4, z_dim=LATENT) if tiny else VAEConfig()))
-        else:
-            vae = LtxVideoVAE(AutoencoderKLLTXVideo(**ltx_sizes(tiny)))
-        encoder = Wav2Vec2Model(audio)
-    return FlashHeadNetworks(variant, dit, vae, encoder, Wav2Vec2FeatureExtractor(do_normalize=True))
-
-
-def ltx_sizes(tiny: bool) -> dict[str, Any]:
-    """``AutoencoderKLLTXVideo``'s arguments: none at real size (diffusers' defaults are LTX-Video 0.9's VAE config), the tiny
-    checkpoint's config with its decoder as wide and deep as its encoder, as the loader builds it."""
-    if not tiny:
-        return {}
-    sizes = {k: v for k, v in TINY_LTX.items() if not k.startswith("_")}
-    decoder = {
-        "decoder_block_out_channels": "block_out_channels",
-        "decoder_layers_per_block": "layers_per_block",
-        "decoder_spatio_temporal_scaling": "spatio_temporal_scaling",
-    }
-    return sizes | {key: sizes[encoder] for key, encoder in decoder.items()}
-
-
-def build_networks(variant: str, tiny: bool, device: torch.device, dtype: torch.dtype, seed: int = 0) -> FlashHeadNetworks:
-    """The variant's networks with random weights on ``device``, every one in ``dtype`` as the loader leaves them."""
-    networks = meta_networks(variant, tiny)
-    generator = torch.Generator(device).manual_seed(seed)
-    for network in (networks.dit, networks.vae, networks.audio_encoder):
-        gpu_run.materialize(network, device, dtype, generator)
-    return networks
 
 
 def random_family(variant: str, tiny: bool, device: torch.device) -> FlashHeadFamily:
