@@ -16,6 +16,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from avatarstream.errors import InputError, PipelineGraphError
+from avatarstream.runtime.packing import held_bytes
 
 N = TypeVar("N", bound=torch.nn.Module)
 
@@ -82,8 +83,9 @@ class Module:
 
     @property
     def size_bytes(self) -> int:
+        """Bytes its weights hold: a quantized weight counts its data and scales, not its logical size."""
         tensors = list(self.network.parameters()) + list(self.network.buffers())
-        return sum(t.numel() * t.element_size() for t in tensors)
+        return sum(held_bytes(t) for t in tensors)
 
     def __repr__(self) -> str:
         return f"<Module {self.name!r} {self.num_parameters / 1e6:.2f}M params>"
