@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import torch
 
     from avatarstream.runtime.module import Module
+    from avatarstream.runtime.quantize import Quantization
 
 #: The modes ``runtime/quantize.py`` applies (a test holds the two lists equal).
 QUANTIZE_MODES = ("int8", "fp8")
@@ -54,13 +55,31 @@ def chosen_modules(text: str | None, defaults: Sequence[str], modules: Mapping[s
     return names
 
 
-def quantize_loaded(modules: Mapping[str, Module], mode: str | None, names: str | None, defaults: Sequence[str], device: torch.device) -> str | None:
+def quantize_loaded(
+    modules: Mapping[str, Module],
+    mode: str | None,
+    names: str | None,
+    defaults: Sequence[str],
+    device: torch.device,
+    *,
+    came_quantized: Mapping[str, Quantization] | None = None,
+) -> str | None:
     """Quantize the chosen modules of a loaded family for ``device``; returns what was done, for the family's weights line
-    (None when ``mode`` is None: nothing is quantized and torchao is not imported)."""
+    (None when nothing is quantized: torchao is then not imported). ``came_quantized``: modules read quantized from a
+    publisher's file, left out of the defaults and refused when named."""
+    came_quantized = came_quantized or {}
     if mode is None:
         if names is not None:
             raise InputError("--quantize-modules needs --quantize int8 or fp8")
-        return None
+        if not came_quantized:
+            return None
     from avatarstream.runtime.quantize import quantize_network, summary
 
-    return summary({name: quantize_network(modules[name].network, mode, device, name) for name in chosen_modules(names, defaults, modules)})
+    done = {f"{name} (as published)": quantization for name, quantization in came_quantized.items()}
+    if mode is not None:
+        chosen = chosen_modules(names, [m for m in defaults if m not in came_quantized], modules)
+        twice = [name for name in chosen if name in came_quantized]
+        if twice:
+            raise InputError(f"{', '.join(twice)} comes quantized from the publisher's file already; leave it out of --quantize-modules")
+        done.update({name: quantize_network(modules[name].network, mode, device, name) for name in chosen})
+    return summary(done)

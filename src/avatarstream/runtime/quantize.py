@@ -19,7 +19,9 @@ torchao is imported only here, when a network is quantized.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
@@ -88,6 +90,51 @@ def _apply(network: nn.Module, quantization: Quantization) -> None:
     from torchao.quantization import quantize_
 
     quantize_(network, quantization.config())
+
+
+def linear_weights(
+    network: nn.Module,
+    weights: Mapping[str, tuple[torch.Tensor, torch.Tensor]],
+    mode: str,
+    device: torch.device,
+    precision: Callable[[str], torch.dtype],
+    source: Path,
+) -> dict[str, torch.Tensor]:
+    """torchao weights for ``network``'s linear layers from the values and scales a publisher's file holds, keyed by
+    parameter name; each layer computes in its ``precision`` on ``device``. A name that is not a linear layer's weight is
+    a file of another model."""
+    made: dict[str, torch.Tensor] = {}
+    for key, (values, scale) in weights.items():
+        try:
+            module = network.get_submodule(key.removesuffix(".weight")) if key.endswith(".weight") else None
+        except AttributeError:
+            module = None
+        if not isinstance(module, nn.Linear):
+            raise InputError(f"{source} quantizes {key}, which is no linear layer's weight in this network; the file belongs to another model")
+        dtype = precision(key)
+        made[key] = from_values(values, scale, choose(mode, device, dtype), dtype)
+    return made
+
+
+def from_values(values: torch.Tensor, scale: torch.Tensor, quantization: Quantization, dtype: torch.dtype) -> torch.Tensor:
+    """The torchao weight that ``quantization`` makes of a linear layer computing in ``dtype``, holding ``values`` (int8 or
+    e4m3, one row per output) and ``scale`` (float32, one per row) as they are: a publisher's quantized weights, loaded
+    without a round trip through full precision. torchao's own config builds a small weight first, so the settings it
+    chooses (fp8 matmuls or weight-only) are the ones ``--quantize`` would have given."""
+    template = _template(quantization, dtype)
+    names, attributes = template.__tensor_flatten__()
+    inner = {"qdata": values, "scale": scale}
+    if "zero_point" in names:  # int8: symmetric, so zero
+        inner["zero_point"] = torch.zeros_like(scale, dtype=torch.int8)
+    rows, columns = values.shape
+    return type(template).__tensor_unflatten__(inner, {**attributes, "block_size": [1, columns]}, torch.Size((rows, columns)), (columns, 1))
+
+
+def _template(quantization: Quantization, dtype: torch.dtype) -> torch.Tensor:
+    """A weight quantized by ``quantization``'s torchao config (32x32: fp8 matmuls need sides in multiples of 16)."""
+    layer = nn.Linear(32, 32, bias=False, dtype=dtype)
+    _apply(layer, quantization)
+    return layer.weight
 
 
 def is_quantized(t: torch.Tensor) -> bool:

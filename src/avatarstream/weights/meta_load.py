@@ -7,7 +7,7 @@ place of its meta parameter, so peak host memory is the model plus one shard.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -46,6 +46,31 @@ class MetaLoader(Generic[N]):
 
     def load(self, tensors: StateDict, source: Path) -> None:
         """Assign ``tensors`` (already in the network's key names); wrong names or shapes name ``source``."""
+        self._check(tensors, source)
+        integral = sorted(k for k in set(tensors) & self.floating if not tensors[k].is_floating_point())
+        if integral:
+            key = integral[0]
+            raise InputError(
+                f"{source} holds {key} as {tensors[key].dtype}, an integer type, where the {self.name} expects a floating-point "
+                "weight; the file is damaged or quantized in a format avatarstream does not read: use the original download"
+            )
+        state = {k: _aligned(v.to(self.precision(k)) if v.is_floating_point() else v) for k, v in tensors.items()}
+        self.network.load_state_dict(state, strict=False, assign=True)
+        self.filled |= set(tensors)
+
+    def precision(self, key: str) -> torch.dtype:
+        """The dtype a floating-point ``key`` is held in: float32 where the network keeps it so, the loader's elsewhere."""
+        return torch.float32 if self.keep_fp32(key) else self.dtype
+
+    def assign(self, weights: Mapping[str, torch.Tensor], source: Path) -> None:
+        """Set ``weights`` as they are (quantized weights, made for their ``precision``) in place of their meta parameters."""
+        self._check(weights, source)
+        for key, weight in weights.items():
+            module, _, leaf = key.rpartition(".")
+            setattr(self.network.get_submodule(module), leaf, nn.Parameter(weight, requires_grad=False))
+        self.filled |= set(weights)
+
+    def _check(self, tensors: Mapping[str, torch.Tensor], source: Path) -> None:
         unexpected = sorted(set(tensors) - set(self.expected))
         wrong = sorted(k for k in set(tensors) & set(self.expected) if tuple(tensors[k].shape) != self.expected[k])
         if unexpected or wrong:
@@ -57,19 +82,6 @@ class MetaLoader(Generic[N]):
                 + (f"wrong shapes {shapes}" if wrong else "")
                 + "; is this the right model's file, and does its config.json belong to it?"
             )
-        integral = sorted(k for k in set(tensors) & self.floating if not tensors[k].is_floating_point())
-        if integral:
-            key = integral[0]
-            raise InputError(
-                f"{source} holds {key} as {tensors[key].dtype}, an integer type, where the {self.name} expects a floating-point "
-                "weight; the file is damaged or quantized in a format avatarstream does not read: use the original download"
-            )
-        state = {
-            k: _aligned(v.to(torch.float32 if self.keep_fp32(k) and v.is_floating_point() else self.dtype) if v.is_floating_point() else v)
-            for k, v in tensors.items()
-        }
-        self.network.load_state_dict(state, strict=False, assign=True)
-        self.filled |= set(tensors)
 
     def finish(self, sources: Iterable[Path]) -> N:
         """Check nothing is left on the meta device; returns the network in eval mode without grads."""

@@ -9,8 +9,10 @@ time, into a network built on the meta device.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol
 
 import torch
 from diffusers.loaders.single_file_utils import convert_wan_transformer_to_diffusers
@@ -40,7 +42,15 @@ def dit_config_path(base: Path, layout: Layout) -> Path:
     return inside(base, base / "transformer" / "config.json" if layout == "diffusers" else base / "config.json")
 
 
-def read_dit_config(base: Path, layout: Layout, checkpoint: ShardedCheckpoint) -> DiTConfig:
+class TensorShapes(Protocol):
+    """Where the original layout's config finds the sizes it does not state: a checkpoint's tensor shapes."""
+
+    source: Path
+
+    def shapes(self) -> dict[str, tuple[int, ...]]: ...
+
+
+def read_dit_config(base: Path, layout: Layout, checkpoint: TensorShapes) -> DiTConfig:
     """The DiT's sizes from the folder's config and (original layout) its tensor shapes, each checked for type and range."""
     path = dit_config_path(base, layout)
     expected = "expected the Wan2.1-I2V DiT config"
@@ -95,9 +105,10 @@ def _width(shape: tuple[int, ...], rank: int, axis: int, key: str, source: Path)
     return shape[axis]
 
 
-def read_adapter_config(adapter: Path, blocks: int, channels: int) -> AdapterConfig:
-    """Adapter sizes from its tensor shapes; ``blocks`` x ``channels`` is what the audio encoder gives."""
-    shapes = safetensors_shapes(adapter)
+def read_adapter_config(adapter: Path, blocks: int, channels: int, shapes: Mapping[str, tuple[int, ...]] | None = None) -> AdapterConfig:
+    """Adapter sizes from its tensor shapes (``shapes``: of a file holding the whole DiT); ``blocks`` x ``channels`` is
+    what the audio encoder gives."""
+    shapes = safetensors_shapes(adapter) if shapes is None else shapes
     try:
         intermediate, first_inputs = shapes["audio_proj.proj1.weight"]
         (output_dim,) = shapes["audio_proj.norm.weight"]

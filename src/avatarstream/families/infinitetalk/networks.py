@@ -16,9 +16,18 @@ from avatarstream.components.wan.text_encoder import TextEncoder
 from avatarstream.families.infinitetalk.layout import WeightsLayout
 from avatarstream.families.infinitetalk.load_dit import load_dit, read_adapter_config
 from avatarstream.families.infinitetalk.load_image_encoder import load_image_encoder
+from avatarstream.families.infinitetalk.load_quantized_dit import load_quantized_dit, read_quantized_adapter_config
 from avatarstream.models.infinitetalk.audio_features import resample_to_video_rate
 from avatarstream.models.infinitetalk.dit import InfiniteTalkDiT
 from avatarstream.models.infinitetalk.image_encoder import ImageEncoder
+
+
+@dataclass(frozen=True)
+class QuantizedDiT:
+    """Where the publisher's quantized DiT file is, and the device it will run on (its fp8 layers compute as fits it)."""
+
+    path: Path
+    device: torch.device
 
 
 @dataclass
@@ -32,16 +41,24 @@ class InfiniteTalkNetworks:
     image_encoder: ImageEncoder | None = None
 
     @classmethod
-    def load(cls, layout: WeightsLayout, dtype: torch.dtype = torch.float32, *, encoders: bool = True) -> InfiniteTalkNetworks:
-        """Every network; ``encoders=False`` skips UMT5 and CLIP (golden sets give their outputs as tensors).
+    def load(
+        cls, layout: WeightsLayout, dtype: torch.dtype = torch.float32, *, encoders: bool = True, quantized_dit: QuantizedDiT | None = None
+    ) -> InfiniteTalkNetworks:
+        """Every network; ``encoders=False`` skips UMT5 and CLIP (golden sets give their outputs as tensors);
+        ``quantized_dit``: the DiT from the publisher's quantized file instead of the base shards and the adapter.
 
         The VAE and wav2vec2 stay in float32 whatever ``dtype`` is, as the reference keeps them: they are small
         (under 1 GB together) and in bf16 their outputs drift from the reference's by more than anything else.
         """
         audio_config = wav2vec2_config(layout.audio_encoder)
-        adapter = read_adapter_config(layout.adapter, audio_config.num_hidden_layers, audio_config.hidden_size)
+        blocks, channels = audio_config.num_hidden_layers, audio_config.hidden_size
+        if quantized_dit is None:
+            dit = load_dit(layout.base, layout.layout, layout.adapter, read_adapter_config(layout.adapter, blocks, channels), dtype)
+        else:
+            adapter = read_quantized_adapter_config(quantized_dit.path, blocks, channels)
+            dit = load_quantized_dit(layout.base, layout.layout, quantized_dit.path, adapter, dtype, quantized_dit.device)
         return cls(
-            dit=load_dit(layout.base, layout.layout, layout.adapter, adapter, dtype),
+            dit=dit,
             vae=load_vae(layout.base, layout.layout, torch.float32),
             audio_encoder=load_wav2vec2(layout.audio_encoder, torch.float32),
             text_encoder=load_text_encoder(layout.base, layout.layout, dtype) if encoders else None,

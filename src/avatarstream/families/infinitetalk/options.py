@@ -30,6 +30,13 @@ class InfiniteTalkOptions(FamilyOptions):
     base: Path | None = option(help="the Wan2.1-I2V-14B-480P (or -Diffusers) folder, if not under --weights", scope="load", metavar="DIR")
     adapter: Path | None = option(help="infinitetalk.safetensors (or its folder), if not under --weights", scope="load", metavar="PATH")
     audio_encoder: Path | None = option(help="the chinese-wav2vec2-base folder, if not under --weights", scope="load", metavar="DIR")
+    quantized_dit: Path | None = option(
+        help="the publisher's quantized DiT, read as it is (InfiniteTalk/quant_models/infinitetalk_single_fp8.safetensors or _int8, "
+        "its quantization map .json beside it): the base's DiT shards and the adapter file are not read, and --quantize applies "
+        "to the other modules",
+        scope="load",
+        metavar="FILE",
+    )
     quantize: str | None = quantize_option()
     quantize_modules: str | None = quantize_modules_option(QUANTIZED_BY_DEFAULT)
     preset: str | None = option(
