@@ -7,22 +7,27 @@ also reads them back as the oracle of what each layer's weight is.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 import torch
 from optimum.quanto import requantize
-from quanto_checkpoint import merged_dit, skeleton, write_quanto_dit
+from quanto_checkpoint import T5_EMBEDDINGS, merged_dit, skeleton, t5_state, write_quanto_dit, write_quanto_t5
 from torch import nn
 
 import avatarstream
+from avatarstream.components.wan.layout import T5_FILE
+from avatarstream.components.wan.load_text_encoder import load_quantized_text_encoder
+from avatarstream.components.wan.text_encoder import convert_wan_t5_to_transformers
 from avatarstream.errors import InputError
 from avatarstream.families.infinitetalk.family import InfiniteTalkFamily
 from avatarstream.families.infinitetalk.layout import WeightsLayout, resolve
 from avatarstream.families.infinitetalk.load_quantized_dit import network_key
-from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks, QuantizedDiT
+from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.families.infinitetalk.options import InfiniteTalkOptions
 from avatarstream.families.infinitetalk.parity import render_arguments
+from avatarstream.families.infinitetalk.published import Published
 from avatarstream.parity.fixture import GoldenSet
 from avatarstream.parity.video import frame_checks, golden_frames
 from avatarstream.runtime.quantize import is_quantized
@@ -32,23 +37,39 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 CPU = torch.device("cpu")
 
 
-@pytest.mark.parametrize("mode", ["fp8", "int8"])
-def test_every_layer_holds_the_values_and_scales_quanto_reads_from_the_file(mode: str, tmp_path: Path) -> None:
-    layout = resolve(GoldenSet.open(FIXTURES / "infinitetalk-tiny").weights)
-    path = write_quanto_dit(layout.base, layout.adapter, tmp_path, mode)
-    oracle = skeleton(merged_dit(layout.base, layout.adapter))
-    requantize(oracle, read_safetensors(path), json.loads(path.with_suffix(".json").read_text()), device=CPU)
-    dit = InfiniteTalkNetworks.load(layout, torch.float32, encoders=False, quantized_dit=QuantizedDiT(path, CPU)).dit
-    ours = dict(dit.named_parameters())
+def _assert_holds_what_quanto_reads(path: Path, map_path: Path, oracle: nn.Module, ours: Mapping[str, torch.Tensor], name_of: Callable[[str], str]) -> None:
+    """Each linear layer of ``oracle`` (quanto reads ``path`` into it) equals ours, and so does every other tensor."""
+    requantize(oracle, read_safetensors(path), json.loads(map_path.read_text()), device=CPU)
     linears = {name: m for name, m in oracle.named_modules() if isinstance(m, nn.Linear)}
-    assert len(linears) == 42
+    assert linears
     for name, module in linears.items():
-        weight = ours[network_key(name + ".weight")]
+        weight = ours[name_of(name + ".weight")]
         assert is_quantized(weight) and weight.dtype == torch.float32
         # quanto dequantizes in the file's bf16: value x scale rounded once, as ours is when cast there
         assert torch.equal(weight.dequantize().to(torch.bfloat16), module.weight.dequantize()), name
-    plain = {k: v for k, v in oracle.state_dict().items() if not k.rpartition(".")[0] in linears and not k.endswith(("_scale", "_data"))}
-    assert plain and all(torch.equal(ours[network_key(k)], v.float()) for k, v in plain.items())
+    plain = {k: v for k, v in oracle.state_dict().items() if k.rpartition(".")[0] not in linears and not k.endswith(("_scale", "_data"))}
+    assert plain and all(torch.equal(ours[name_of(k)], v.float()) for k, v in plain.items())
+
+
+@pytest.mark.parametrize("mode", ["fp8", "int8"])
+def test_every_dit_layer_holds_the_values_and_scales_quanto_reads_from_the_file(mode: str, tmp_path: Path) -> None:
+    layout = resolve(GoldenSet.open(FIXTURES / "infinitetalk-tiny").weights)
+    path = write_quanto_dit(layout.base, layout.adapter, tmp_path, mode)
+    dit = InfiniteTalkNetworks.load(layout, torch.float32, encoders=False, published=Published(path, None, CPU)).dit
+    oracle = skeleton(merged_dit(layout.base, layout.adapter))
+    _assert_holds_what_quanto_reads(path, path.with_suffix(".json"), oracle, dict(dit.named_parameters()), network_key)
+    assert sum(isinstance(m, nn.Linear) for m in oracle.modules()) == 42
+
+
+def test_the_text_encoder_holds_what_quanto_reads_from_the_publishers_t5_file(tiny_original: WeightsLayout, tmp_path: Path) -> None:
+    pth = tiny_original.base / T5_FILE
+    path = write_quanto_t5(pth, tmp_path, "fp8")
+    encoder = load_quantized_text_encoder(tiny_original.base, "original", path, tmp_path / "t5_map_fp8.json", torch.float32, CPU)
+    ours = dict(encoder.network.named_parameters(remove_duplicate=False))
+    oracle = skeleton(t5_state(pth), T5_EMBEDDINGS)
+    _assert_holds_what_quanto_reads(
+        path, tmp_path / "t5_map_fp8.json", oracle, ours, lambda key: next(iter(convert_wan_t5_to_transformers({key: torch.empty(0)})))
+    )
 
 
 def test_the_publishers_fp8_dit_renders_the_whole_video_set_within_its_psnr_bound(tmp_path: Path) -> None:
@@ -60,31 +81,49 @@ def test_the_publishers_fp8_dit_renders_the_whole_video_set_within_its_psnr_boun
     result = avatarstream.render(out=None, frames=tmp_path / "frames", threads=1, **arguments)
     assert f"{quantized_dit} (the publisher's quantized DiT)" in result.report["weights"]
     assert result.report["weights"].endswith("quantized: fp8 weights (weight-only): dit (as published), text_encoder")
-    checks = {c.name: c for c in frame_checks(gs, tmp_path / "frames", golden_frames(gs))}
+    golden = golden_frames(gs)
+    assert golden is not None
+    checks = {c.name: c for c in frame_checks(gs, tmp_path / "frames", golden)}
     # 34.7 dB measured (torchao's fp8 of the full-precision weights: 35.8; the file holds bf16-rounded weights)
     assert 32 < checks["psnr_db"].max_abs_err < 40
 
 
 @pytest.fixture(scope="module")
 def fp8_file(tiny_original: WeightsLayout, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A tiny checkpoint's weights root and its DiT as the publisher's fp8 file."""
-    return tiny_original.base.parent, write_quanto_dit(tiny_original.base, tiny_original.adapter, tmp_path_factory.mktemp("quant_models"), "fp8")
+    """A tiny checkpoint's weights root, and its DiT and UMT5 as the publisher's fp8 files (in one folder, as published)."""
+    folder = tmp_path_factory.mktemp("quant_models")
+    write_quanto_t5(tiny_original.base / T5_FILE, folder, "fp8")
+    return tiny_original.base.parent, write_quanto_dit(tiny_original.base, tiny_original.adapter, folder, "fp8")
 
 
 def _load(root: Path, quantized_dit: Path, **options: object) -> InfiniteTalkFamily:
     return InfiniteTalkFamily.load(root, InfiniteTalkOptions(quantized_dit=quantized_dit, **options))  # type: ignore[arg-type]
 
 
-def test_the_dit_is_not_quantized_twice(fp8_file: tuple[Path, Path]) -> None:
+def test_quantize_reads_the_text_encoder_of_its_mode_beside_the_dit_and_quantizes_it_otherwise(fp8_file: tuple[Path, Path]) -> None:
     root, path = fp8_file
-    with pytest.raises(InputError, match="dit comes quantized from the publisher's file already; leave it out of --quantize-modules"):
+    weights = _load(root, path, quantize="fp8").weights
+    assert f"{path} (the publisher's quantized DiT), {path.parent / 't5_fp8.safetensors'} (its quantized UMT5)" in weights
+    assert weights.endswith("quantized: fp8 weights (weight-only): dit (as published), text_encoder (as published)")
+    weights = _load(root, path, quantize="int8").weights  # the publisher ships no t5_int8
+    assert "UMT5" not in weights and weights.endswith("quantized: fp8 weights (weight-only): dit (as published); int8 weights (weight-only): text_encoder")
+    assert _load(root, path).weights.endswith("quantized: fp8 weights (weight-only): dit (as published)")
+
+
+def test_a_module_that_came_quantized_is_not_quantized_again(fp8_file: tuple[Path, Path]) -> None:
+    root, path = fp8_file
+    assert _load(root, path, quantize="fp8", quantize_modules="dit").weights.endswith("quantized: fp8 weights (weight-only): dit (as published)")
+    with pytest.raises(InputError, match="dit comes fp8 from the publisher's file, so --quantize int8 cannot apply to it; leave it out of --quantize-modules"):
         _load(root, path, quantize="int8", quantize_modules="dit")
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda m: m.update({"blocks.0.ffn.0": {"weights": "qfloat8_e4m3fn", "activations": "qfloat8_e4m3fn"}}), "quantizes the activations of 'blocks.0.ffn.0'"),
+        (
+            lambda m: m.update({"blocks.0.ffn.0": {"weights": "qfloat8_e4m3fn", "activations": "qfloat8_e4m3fn"}}),
+            "quantizes the activations of 'blocks.0.ffn.0'",
+        ),
         (lambda m: m.update({"blocks.0.ffn.0": {"weights": "qint4", "activations": "none"}}), "quantizes 'blocks.0.ffn.0' to qint4"),
         (lambda m: m.update({"blocks.0.ffn.0": {"weights": "qint8", "activations": "none"}}), "mixes fp8 and int8 layers"),
         (lambda m: m.pop("head.head"), r"holds quantized values its map .* does not name \(head.head.weight._data"),
@@ -92,12 +131,12 @@ def test_the_dit_is_not_quantized_twice(fp8_file: tuple[Path, Path]) -> None:
         (lambda m: m.update({"blocks.0": "fp8"}), r"the entry of 'blocks.0' is not \{weights, activations\}"),
     ],
 )
-def test_a_map_that_does_not_fit_is_one_clear_error(fp8_file: tuple[Path, Path], tmp_path: Path, change: object, message: str) -> None:
+def test_a_map_that_does_not_fit_is_one_clear_error(fp8_file: tuple[Path, Path], tmp_path: Path, change: Callable[[dict], object], message: str) -> None:
     root, path = fp8_file
     copy = tmp_path / path.name
     copy.write_bytes(path.read_bytes())
     quantization_map = json.loads(path.with_suffix(".json").read_text())
-    change(quantization_map)  # type: ignore[operator]
+    change(quantization_map)
     copy.with_suffix(".json").write_text(json.dumps(quantization_map))
     with pytest.raises(InputError, match=message):
         _load(root, copy)

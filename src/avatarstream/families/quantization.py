@@ -44,9 +44,14 @@ def quantize_modules_option(defaults: Sequence[str]) -> Any:
     return option(help=f"the modules quantize applies to, comma-separated ({','.join(defaults)})", scope="load", metavar="NAME,...")
 
 
+def module_names(text: str | None, defaults: Sequence[str]) -> list[str]:
+    """The names ``--quantize-modules`` gives, unchecked (the family's defaults when None)."""
+    return list(defaults) if text is None else [name.strip() for name in text.split(",") if name.strip()]
+
+
 def chosen_modules(text: str | None, defaults: Sequence[str], modules: Mapping[str, Module]) -> list[str]:
     """The module names ``--quantize-modules`` gives (the family's defaults when None), each one the model has."""
-    names = list(defaults) if text is None else [name.strip() for name in text.split(",") if name.strip()]
+    names = module_names(text, defaults)
     if not names:
         raise InputError("--quantize-modules names no module; give one or more of: " + ", ".join(modules))
     unknown = [name for name in names if name not in modules]
@@ -66,7 +71,7 @@ def quantize_loaded(
 ) -> str | None:
     """Quantize the chosen modules of a loaded family for ``device``; returns what was done, for the family's weights line
     (None when nothing is quantized: torchao is then not imported). ``came_quantized``: modules read quantized from a
-    publisher's file, left out of the defaults and refused when named."""
+    publisher's file, never quantized again (named in ``names`` for another mode: refused)."""
     came_quantized = came_quantized or {}
     if mode is None:
         if names is not None:
@@ -77,9 +82,12 @@ def quantize_loaded(
 
     done = {f"{name} (as published)": quantization for name, quantization in came_quantized.items()}
     if mode is not None:
-        chosen = chosen_modules(names, [m for m in defaults if m not in came_quantized], modules)
-        twice = [name for name in chosen if name in came_quantized]
-        if twice:
-            raise InputError(f"{', '.join(twice)} comes quantized from the publisher's file already; leave it out of --quantize-modules")
-        done.update({name: quantize_network(modules[name].network, mode, device, name) for name in chosen})
+        chosen = chosen_modules(names, defaults, modules)
+        other = [name for name in chosen if names is not None and name in came_quantized and came_quantized[name].mode != mode]
+        if other:
+            raise InputError(
+                f"{other[0]} comes {came_quantized[other[0]].mode} from the publisher's file, so --quantize {mode} cannot apply to it; "
+                "leave it out of --quantize-modules"
+            )
+        done.update({name: quantize_network(modules[name].network, mode, device, name) for name in chosen if name not in came_quantized})
     return summary(done)

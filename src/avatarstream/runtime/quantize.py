@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -121,13 +121,14 @@ def from_values(values: torch.Tensor, scale: torch.Tensor, quantization: Quantiz
     e4m3, one row per output) and ``scale`` (float32, one per row) as they are: a publisher's quantized weights, loaded
     without a round trip through full precision. torchao's own config builds a small weight first, so the settings it
     chooses (fp8 matmuls or weight-only) are the ones ``--quantize`` would have given."""
-    template = _template(quantization, dtype)
+    template: Any = _template(quantization, dtype)  # a torchao tensor subclass: flattens to its inner tensors and settings
     names, attributes = template.__tensor_flatten__()
     inner = {"qdata": values, "scale": scale}
     if "zero_point" in names:  # int8: symmetric, so zero
         inner["zero_point"] = torch.zeros_like(scale, dtype=torch.int8)
     rows, columns = values.shape
-    return type(template).__tensor_unflatten__(inner, {**attributes, "block_size": [1, columns]}, torch.Size((rows, columns)), (columns, 1))
+    weight: torch.Tensor = type(template).__tensor_unflatten__(inner, {**attributes, "block_size": [1, columns]}, torch.Size((rows, columns)), (columns, 1))
+    return weight
 
 
 def _template(quantization: Quantization, dtype: torch.dtype) -> torch.Tensor:

@@ -22,12 +22,15 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase, UMT5Config, UMT
 from avatarstream.components.wan.layout import T5_FILE, T5_TOKENIZER_DIR, Layout
 from avatarstream.components.wan.text_encoder import EMBEDDING_KEYS, TextEncoder, convert_wan_t5_to_transformers, umt5_config_from_wan
 from avatarstream.errors import InputError
+from avatarstream.runtime.quantize import linear_weights
 from avatarstream.weights.config_values import MAX_HEADS, MAX_LAYERS, ConfigValues, built_from, one_line
 from avatarstream.weights.files import ShardedCheckpoint, StateDict, read_pth
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
+from avatarstream.weights.quanto import QuantoCheckpoint, QuantoHeader
 from avatarstream.weights.sandbox import all_inside, inside
 
 C = TypeVar("C")
+_PLACEHOLDER = torch.empty(0)
 
 T5_NAME = "text encoder (UMT5-XXL)"
 #: The largest vocabulary a config may ask for (umt5-xxl's has 256384 tokens).
@@ -38,11 +41,13 @@ def load_text_encoder(base: Path, layout: Layout, dtype: torch.dtype) -> TextEnc
     """The UMT5 encoder and its tokenizer from the Wan base folder ``base``."""
     if layout == "original":
         network = _load_wan_t5(inside(base, base / T5_FILE), dtype)
-        tokenizer = _load_tokenizer(inside(base, base / T5_TOKENIZER_DIR))
     else:
         network = _load_transformers_t5(inside(base, base / "text_encoder"), dtype)
-        tokenizer = _load_tokenizer(inside(base, base / "tokenizer"))
-    return TextEncoder(network, tokenizer)
+    return TextEncoder(network, _tokenizer(base, layout))
+
+
+def _tokenizer(base: Path, layout: Layout) -> PreTrainedTokenizerBase:
+    return _load_tokenizer(inside(base, base / T5_TOKENIZER_DIR if layout == "original" else base / "tokenizer"))
 
 
 def read_wan_pth(path: Path, what: str, configure: Callable[[dict[str, tuple[int, ...]]], C], convert: Callable[[StateDict], StateDict]) -> tuple[C, StateDict]:
@@ -65,6 +70,36 @@ def _load_wan_t5(path: Path, dtype: torch.dtype) -> UMT5EncoderModel:
     loader = MetaLoader(network, T5_NAME, dtype)
     loader.load(_tie_embedding(tensors, dtype), path)
     return _tied(loader.finish([path]))
+
+
+def load_quantized_text_encoder(base: Path, layout: Layout, path: Path, map_path: Path, dtype: torch.dtype, device: torch.device) -> TextEncoder:
+    """UMT5 from a publisher's quantized file (InfiniteTalk's ``quant_models/t5_fp8.safetensors``: Wan's names, written
+    by optimum-quanto, with its map ``map_path``) as it is, and the tokenizer from the base folder."""
+    return TextEncoder(_load_quanto_t5(path, map_path, dtype, device), _tokenizer(base, layout))
+
+
+def _load_quanto_t5(path: Path, map_path: Path, dtype: torch.dtype, device: torch.device) -> UMT5EncoderModel:
+    expected = f"expected Wan's UMT5-XXL encoder quantized by optimum-quanto ({path.name})"
+    try:
+        config = umt5_config_from_wan(QuantoHeader(path).shapes())
+        checkpoint = QuantoCheckpoint.read(path, map_path)
+        plain = convert_wan_t5_to_transformers(checkpoint.plain)
+        quantized = {_one_name(key): (w.values, w.scale) for key, w in checkpoint.quantized.items()}
+    except KeyError as exc:
+        raise InputError(f"{path} lacks tensor {exc}; {expected}") from exc
+    except ValueError as exc:
+        raise InputError(f"{path}: {exc}; {expected}") from exc
+    with empty_weights():
+        network = UMT5EncoderModel(config)
+    loader = MetaLoader(network, T5_NAME, dtype)
+    loader.load(_tie_embedding(plain, dtype), path)
+    loader.assign(linear_weights(network, quantized, checkpoint.mode, device, loader.precision, path), path)
+    return _tied(loader.finish([path]))
+
+
+def _one_name(key: str) -> str:
+    (name,) = convert_wan_t5_to_transformers({key: _PLACEHOLDER}).keys()  # a linear layer's weight: one name (only the embedding has two)
+    return name
 
 
 def _load_transformers_t5(folder: Path, dtype: torch.dtype) -> UMT5EncoderModel:

@@ -27,10 +27,10 @@ from avatarstream.families.builtin import BUILTIN
 from avatarstream.families.chunk_plan import ChunkPlan
 from avatarstream.families.infinitetalk.buckets import nearest_bucket, resize_and_center_crop
 from avatarstream.families.infinitetalk.layout import resolve
-from avatarstream.families.infinitetalk.load_quantized_dit import publisher_quantization
-from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks, QuantizedDiT
+from avatarstream.families.infinitetalk.networks import InfiniteTalkNetworks
 from avatarstream.families.infinitetalk.options import QUANTIZED_BY_DEFAULT, InfiniteTalkOptions
 from avatarstream.families.infinitetalk.presets import COLOR_CORRECTION, NEGATIVE_PROMPT, Preset, check_geometry, check_size
+from avatarstream.families.infinitetalk.published import describe, published_files, published_quantization
 from avatarstream.families.infinitetalk.sequence_parallel import split_dit
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.quantization import QUANTIZED_MARK, quantize_loaded
@@ -112,13 +112,13 @@ class InfiniteTalkFamily:
         layout = resolve(root, base=options.base, adapter=options.adapter, audio_encoder=options.audio_encoder)
         device = device or torch.device("cpu")
         dtype = options.torch_dtype(device)
-        publisher = options.quantized_dit
-        networks = InfiniteTalkNetworks.load(layout, dtype, quantized_dit=QuantizedDiT(publisher, device) if publisher else None)
+        published = published_files(options.quantized_dit, options.quantize, options.quantize_modules, device) if options.quantized_dit else None
+        networks = InfiniteTalkNetworks.load(layout, dtype, published=published)
         random = random_mark(layout.adapter)
         warnings = [RANDOM_WARNING.format(how=random)] if random is not None else []
-        dit_files = f"{publisher} (the publisher's quantized DiT)" if publisher else str(layout.adapter)
-        family = cls.from_networks(networks, f"{layout.base} ({layout.layout} layout), {dit_files}, {layout.audio_encoder}", warnings=warnings)
-        came_quantized = {"dit": publisher_quantization(publisher, device, dtype)} if publisher else None
+        files = describe(published) if published else str(layout.adapter)
+        family = cls.from_networks(networks, f"{layout.base} ({layout.layout} layout), {files}, {layout.audio_encoder}", warnings=warnings)
+        came_quantized = published_quantization(published, dtype) if published else None
         quantized = quantize_loaded(family.modules, options.quantize, options.quantize_modules, QUANTIZED_BY_DEFAULT, device, came_quantized=came_quantized)
         if quantized is not None:
             family.weights += QUANTIZED_MARK + quantized

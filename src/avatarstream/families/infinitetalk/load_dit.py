@@ -45,7 +45,8 @@ def dit_config_path(base: Path, layout: Layout) -> Path:
 class TensorShapes(Protocol):
     """Where the original layout's config finds the sizes it does not state: a checkpoint's tensor shapes."""
 
-    source: Path
+    @property
+    def source(self) -> Path: ...
 
     def shapes(self) -> dict[str, tuple[int, ...]]: ...
 

@@ -21,10 +21,10 @@ from avatarstream.components.wan.layout import Layout
 from avatarstream.families.infinitetalk.load_dit import dit_bytes, dit_config_path, read_adapter_config, read_dit_config
 from avatarstream.models.infinitetalk.config import AdapterConfig
 from avatarstream.models.infinitetalk.dit import FP32_PARAMETERS, InfiniteTalkDiT, is_adapter_key
-from avatarstream.runtime.quantize import Quantization, choose, linear_weights
+from avatarstream.runtime.quantize import linear_weights
 from avatarstream.weights.memory_check import require_fits
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
-from avatarstream.weights.quanto import QuantoCheckpoint, QuantoHeader, map_beside, read_quantization_map
+from avatarstream.weights.quanto import QuantoCheckpoint, QuantoHeader, map_beside
 
 _PLACEHOLDER = torch.empty(0)
 
@@ -46,12 +46,6 @@ def load_quantized_dit(base: Path, layout: Layout, path: Path, adapter: AdapterC
     weights = {key: (w.values, w.scale) for key, w in checkpoint.quantized.items()}
     loader.assign(linear_weights(network, weights, checkpoint.mode, device, loader.precision, path), path)
     return loader.finish([path, dit_config_path(base, layout)])
-
-
-def publisher_quantization(path: Path, device: torch.device, dtype: torch.dtype) -> Quantization:
-    """How the layers of the publisher's file compute on ``device`` in ``dtype`` (its mode is its map's)."""
-    mode, _ = read_quantization_map(map_beside(path))
-    return choose(mode, device, dtype)
 
 
 def network_key(key: str) -> str:
