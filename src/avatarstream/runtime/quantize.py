@@ -120,7 +120,7 @@ def from_values(values: torch.Tensor, scale: torch.Tensor, quantization: Quantiz
     """The torchao weight that ``quantization`` makes of a linear layer computing in ``dtype``, holding ``values`` (int8 or
     e4m3, one row per output) and ``scale`` (float32, one per row) as they are: a publisher's quantized weights, loaded
     without a round trip through full precision. torchao's own config builds a small weight first, so the settings it
-    chooses (fp8 matmuls or weight-only) are the ones ``--quantize`` would have given."""
+    chooses (fp8 matmuls or weight-only) are the ones quantizing a full-precision layer would have given."""
     template: Any = _template(quantization, dtype)  # a torchao tensor subclass: flattens to its inner tensors and settings
     names, attributes = template.__tensor_flatten__()
     inner = {"qdata": values, "scale": scale}

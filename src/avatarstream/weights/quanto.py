@@ -25,7 +25,7 @@ from avatarstream.errors import InputError
 from avatarstream.weights.files import StateDict, read_safetensors, safetensors_shapes
 from avatarstream.weights.sandbox import inside
 
-#: quanto's weight types avatarstream reads, as the modes of ``--quantize`` they are.
+#: quanto's weight types avatarstream reads, as the quantization modes they are.
 MODES = {"qint8": "int8", "qfloat8": "fp8", "qfloat8_e4m3fn": "fp8"}
 #: The element type each mode's values must have.
 VALUE_DTYPES = {"int8": torch.int8, "fp8": torch.float8_e4m3fn}
