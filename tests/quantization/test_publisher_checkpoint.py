@@ -7,6 +7,7 @@ also reads them back as the oracle of what each layer's weight is.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -108,6 +109,16 @@ def test_quantize_reads_the_text_encoder_of_its_mode_beside_the_dit_and_quantize
     weights = _load(root, path, quantize="int8").weights  # the publisher ships no t5_int8
     assert "UMT5" not in weights and weights.endswith("quantized: fp8 weights (weight-only): dit (as published); int8 weights (weight-only): text_encoder")
     assert _load(root, path).weights.endswith("quantized: fp8 weights (weight-only): dit (as published)")
+
+
+def test_the_adapter_download_is_not_needed_beside_the_publishers_dit(fp8_file: tuple[Path, Path], tiny_original: WeightsLayout, tmp_path: Path) -> None:
+    _, path = fp8_file
+    root = tmp_path / "weights"  # the base and wav2vec2 only: no InfiniteTalk/single/
+    shutil.copytree(tiny_original.base, root / tiny_original.base.name)
+    shutil.copytree(tiny_original.audio_encoder, root / tiny_original.audio_encoder.name)
+    assert f"{path} (the publisher's quantized DiT)" in _load(root, path).weights
+    with pytest.raises(InputError, match=f"quantized DiT {tmp_path / 'missing.safetensors'} not found"):
+        _load(root, tmp_path / "missing.safetensors")
 
 
 def test_a_module_that_came_quantized_is_not_quantized_again(fp8_file: tuple[Path, Path]) -> None:

@@ -109,10 +109,11 @@ class InfiniteTalkFamily:
     def load(cls, root: Path | None, options: InfiniteTalkOptions | None = None, *, device: torch.device | None = None, seed: int = 0) -> InfiniteTalkFamily:
         """The networks from the download folders (``root``, or each named by the load options), in the options' precision."""
         options = options or InfiniteTalkOptions()
-        layout = resolve(root, base=options.base, adapter=options.adapter, audio_encoder=options.audio_encoder)
         device = device or torch.device("cpu")
-        dtype = options.torch_dtype(device)
         published = published_files(options.quantized_dit, options.quantize, options.quantize_modules, device) if options.quantized_dit else None
+        # the publisher's quantized DiT holds the adapter merged in: the adapter's own download is then not needed
+        layout = resolve(root, base=options.base, adapter=published.dit if published else options.adapter, audio_encoder=options.audio_encoder)
+        dtype = options.torch_dtype(device)
         networks = InfiniteTalkNetworks.load(layout, dtype, published=published)
         random = random_mark(layout.adapter)
         warnings = [RANDOM_WARNING.format(how=random)] if random is not None else []

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from avatarstream.errors import InputError
 from avatarstream.families.infinitetalk.options import QUANTIZED_BY_DEFAULT
 from avatarstream.families.quantization import module_names
 from avatarstream.runtime.quantize import Quantization, choose
@@ -37,6 +38,8 @@ def published_files(
     dit: Path, quantize: str | None, quantize_modules: str | None, device: torch.device, defaults: Sequence[str] = QUANTIZED_BY_DEFAULT
 ) -> Published:
     """``dit``, and the text encoder's file of the ``quantize`` mode beside it when ``quantize`` applies to the text encoder."""
+    if not dit.is_file():
+        raise InputError(f"quantized DiT {dit} not found; expected the publisher's InfiniteTalk/quant_models/infinitetalk_single_fp8.safetensors (or _int8)")
     text_encoder = dit.parent / f"t5_{quantize}.safetensors"
     wanted = quantize is not None and "text_encoder" in module_names(quantize_modules, defaults)
     return Published(dit, inside(dit.parent, text_encoder) if wanted and text_encoder.is_file() else None, device)
