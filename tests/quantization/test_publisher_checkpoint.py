@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from optimum.quanto import requantize
 from quanto_checkpoint import T5_EMBEDDINGS, merged_dit, skeleton, t5_state, write_quanto_dit, write_quanto_t5
+from safetensors.torch import save_file
 from torch import nn
 
 import avatarstream
@@ -36,6 +39,7 @@ from avatarstream.weights.files import read_safetensors
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 CPU = torch.device("cpu")
+FUZZ = settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 def _assert_holds_what_quanto_reads(path: Path, map_path: Path, oracle: nn.Module, ours: Mapping[str, torch.Tensor], name_of: Callable[[str], str]) -> None:
@@ -159,3 +163,60 @@ def test_a_file_without_its_map_says_where_the_map_belongs(fp8_file: tuple[Path,
     copy.write_bytes(path.read_bytes())
     with pytest.raises(InputError, match=f"quantization map {tmp_path / 'infinitetalk_single_fp8.json'} not found"):
         _load(root, copy)
+
+
+MAP_ENTRY = st.one_of(
+    st.none(),
+    st.integers(-2, 2),
+    st.text(max_size=8),
+    st.dictionaries(
+        st.sampled_from(["weights", "activations", "other"]),
+        st.one_of(st.sampled_from(["qint8", "qfloat8_e4m3fn", "qint4", "none", ""]), st.integers(), st.none()),
+        max_size=3,
+    ),
+)
+TENSORS = st.sampled_from(
+    [
+        torch.full((8, 1), float("nan")),
+        torch.ones(8, 1, dtype=torch.int8),
+        torch.ones(3, 1),
+        torch.ones(8, 1, 1),
+        torch.ones(8, 8, dtype=torch.int8),
+        torch.ones(8, 8),
+        torch.ones(0),
+    ]
+)
+
+
+@given(
+    edits=st.dictionaries(
+        st.sampled_from(["blocks.0.self_attn.q", "head.head", "blocks.0.norm3", "patch_embedding", "extra"]), MAP_ENTRY, min_size=1, max_size=3
+    )
+)
+@FUZZ
+def test_any_map_loads_or_is_one_input_error(fp8_file: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory, edits: dict[str, object]) -> None:
+    root, path = fp8_file
+    copy = tmp_path_factory.mktemp("map") / path.name
+    shutil.copy(path, copy)
+    copy.with_suffix(".json").write_text(json.dumps({**json.loads(path.with_suffix(".json").read_text()), **edits}))
+    _loads_or_refuses(root, copy)
+
+
+@given(key=st.sampled_from(["blocks.0.self_attn.q.weight._data", "blocks.0.self_attn.q.weight._scale", "head.head.weight._scale"]), tensor=TENSORS)
+@FUZZ
+def test_any_values_or_scales_load_or_are_one_input_error(
+    fp8_file: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory, key: str, tensor: torch.Tensor
+) -> None:
+    root, path = fp8_file
+    copy = tmp_path_factory.mktemp("tensors") / path.name
+    save_file({**read_safetensors(path), key: tensor}, str(copy))
+    shutil.copy(path.with_suffix(".json"), copy.with_suffix(".json"))
+    _loads_or_refuses(root, copy)
+
+
+def _loads_or_refuses(root: Path, path: Path) -> None:
+    """A family from ``path``, or one InputError; anything else is a bug."""
+    try:
+        _load(root, path)
+    except InputError:
+        pass
