@@ -105,21 +105,29 @@ def _number(value: Any, digits: int) -> str:
     return f"{value:.{digits}f}" if isinstance(value, int | float) else ""
 
 
+def _sessions(record: dict[str, Any]) -> str:
+    """Several sessions on one GPU (FlashHead's scenarios): how many, their fps together, and whether each kept up
+    (the row's fps is the slowest session's)."""
+    if (record.get("sessions") or 1) <= 1:
+        return ""
+    return f"{record['sessions']}: {_number(record.get('aggregate_fps'), 2)} fps together, each keeps up: {record.get('all_keep_up')}"
+
+
 def scenario_table(folder: Path, parts: list[str]) -> list[str]:
     """Every scenario of every part that ran a family GPU benchmark, one row each."""
     rows = [
-        "| part | scenario | status | ttff s | fps | real-time factor | steady RTF | peak GiB | compile s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| part | scenario | status | ttff s | fps | real-time factor | steady RTF | peak GiB | compile s | sessions at once |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for part in parts:
         result = _family_result(folder / part) or {}
         for name, r in result.get("scenarios", {}).items():
             if r.get("status") != "ok":
-                rows.append(f"| {part} | {name} | {r.get('status')}: {r.get('reason', '')} | | | | | | |")
+                rows.append(f"| {part} | {name} | {r.get('status')}: {r.get('reason', '')} | | | | | | | |")
                 continue
             rows.append(
                 f"| {part} | {name} | ok | {r['ttff_s']:.2f} | {r['fps_out']:.2f} | {r['realtime_factor']:.3f} | "
-                f"{_number(r.get('steady_realtime_factor'), 3)} | {r.get('peak_device_gib')} | {r.get('compile_s')} |"
+                f"{_number(r.get('steady_realtime_factor'), 3)} | {r.get('peak_device_gib')} | {r.get('compile_s')} | {_sessions(r)} |"
             )
     return rows if len(rows) > 2 else []
 
