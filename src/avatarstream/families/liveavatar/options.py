@@ -59,11 +59,9 @@ class LiveAvatarOptions(FamilyOptions):
 
     def kv_storage_dtype(self) -> torch.dtype | None:
         """``--kv-cache-dtype`` as a torch dtype (fp8: ``float8_e4m3fn``); None: the weights' precision."""
-        import torch
+        from avatarstream.components.kv_storage import named
 
-        if self.kv_cache_dtype is None:
-            return None
-        return torch.float8_e4m3fn if self.kv_cache_dtype == "fp8" else torch_dtype(self.kv_cache_dtype, torch.device("cpu"))
+        return named(self.kv_cache_dtype)
 
     def torch_dtype(self, device: torch.device) -> torch.dtype:
         """``--dtype``: bf16 on CUDA and fp32 on the CPU unless named."""
