@@ -106,7 +106,7 @@ def _number(value: Any, digits: int) -> str:
 
 
 def _sessions(record: dict[str, Any]) -> str:
-    """Several sessions on one GPU (FlashHead's scenarios): how many, their fps together, and whether each kept up
+    """Several sessions on one GPU: how many, their fps together, and whether each kept up
     (the row's fps is the slowest session's)."""
     if (record.get("sessions") or 1) <= 1:
         return ""
