@@ -14,14 +14,15 @@ dequantized and quantized again.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
 from avatarstream.errors import InputError
+from avatarstream.weights.config_values import read_json_object
 from avatarstream.weights.files import StateDict, read_safetensors, safetensors_shapes
 from avatarstream.weights.sandbox import inside
 
@@ -36,9 +37,9 @@ ACTIVATION_SCALES = (".input_scale", ".output_scale")
 MAX_MAP_BYTES = 16 << 20
 
 
-@dataclass(frozen=True)
-class QuantizedWeight:
-    """One linear layer's weight as the file holds it: values and one float32 scale per output row."""
+class QuantizedWeight(NamedTuple):
+    """One linear layer's weight as the file holds it: values and one float32 scale per output row (a pair, as the
+    runtime's ``linear_weights`` takes it)."""
 
     values: torch.Tensor
     scale: torch.Tensor
@@ -97,12 +98,7 @@ def read_quantization_map(path: Path) -> tuple[str, list[str]]:
         raise InputError(f"quantization map {path} not found; {expected}")
     if path.stat().st_size > MAX_MAP_BYTES:
         raise InputError(f"{path} is {path.stat().st_size} bytes, more than the {MAX_MAP_BYTES >> 20} MiB a quantization map may be; {expected}")
-    try:
-        raw = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {path}: {exc}; {expected}") from exc
-    if not isinstance(raw, dict):
-        raise InputError(f"{path} holds no JSON object; {expected}")
+    raw = read_json_object(path, expected)
     modes: set[str] = set()
     modules: list[str] = []
     for module, entry in raw.items():

@@ -84,7 +84,7 @@ def _load_quanto_t5(path: Path, map_path: Path, dtype: torch.dtype, device: torc
         config = umt5_config_from_wan(QuantoHeader(path).shapes())
         checkpoint = QuantoCheckpoint.read(path, map_path)
         plain = convert_wan_t5_to_transformers(checkpoint.plain)
-        quantized = {_one_name(key): (w.values, w.scale) for key, w in checkpoint.quantized.items()}
+        quantized = {_one_name(key): weight for key, weight in checkpoint.quantized.items()}
     except KeyError as exc:
         raise InputError(f"{path} lacks tensor {exc}; {expected}") from exc
     except ValueError as exc:

@@ -43,8 +43,7 @@ def load_quantized_dit(base: Path, layout: Layout, path: Path, adapter: AdapterC
         network = InfiniteTalkDiT(config, adapter)
     loader = MetaLoader(network, "InfiniteTalk DiT", dtype, keep_fp32=lambda key: any(p in key for p in FP32_PARAMETERS))
     loader.load(checkpoint.plain, path)
-    weights = {key: (w.values, w.scale) for key, w in checkpoint.quantized.items()}
-    loader.assign(linear_weights(network, weights, checkpoint.mode, device, loader.precision, path), path)
+    loader.assign(linear_weights(network, checkpoint.quantized, checkpoint.mode, device, loader.precision, path), path)
     return loader.finish([path, dit_config_path(base, layout)])
 
 

@@ -6,7 +6,6 @@ from the tensor shapes; the original key names are the network's.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
@@ -16,7 +15,7 @@ from avatarstream.errors import InputError
 from avatarstream.models.liveavatar.config import S2VConfig
 from avatarstream.models.liveavatar.dit import FP32_PARAMETERS, S2VDiT
 from avatarstream.models.liveavatar.lora import apply_lora, lora_pairs
-from avatarstream.weights.config_values import MAX_HEADS, MAX_LAYERS, ConfigValues, built_from
+from avatarstream.weights.config_values import MAX_HEADS, MAX_LAYERS, ConfigValues, built_from, read_json_object
 from avatarstream.weights.files import ShardedCheckpoint, read_safetensors
 from avatarstream.weights.meta_load import MetaLoader, empty_weights
 from avatarstream.weights.sandbox import inside
@@ -30,12 +29,7 @@ EXPECTED = "expected the Wan2.2-S2V-14B DiT config"
 
 def read_config(base: Path, checkpoint: ShardedCheckpoint) -> S2VConfig:
     path = inside(base, base / "config.json")
-    try:
-        raw = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {path}: {exc}; expected Wan2.2-S2V-14B's config.json") from exc
-    if not isinstance(raw, dict):
-        raise InputError(f"{path} holds a JSON {type(raw).__name__}, not an object; expected Wan2.2-S2V-14B's config.json")
+    raw = read_json_object(path, "expected Wan2.2-S2V-14B's config.json")
     _check_sizes(raw, path)
     shapes = checkpoint.shapes()
     mix, text = shapes.get(AUDIO_MIX), shapes.get(TEXT_IN)
