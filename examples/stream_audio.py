@@ -5,8 +5,9 @@
     python examples/stream_audio.py speech.wav --fast --server http://gpu-box:8000 --token "$TOKEN"
 
 It opens a session that records its video (outputs.file), sends the WAV's PCM over the session's audio WebSocket
-(docs/api.md) in pieces of 100 ms, ends the session (POST /sessions/{id}/end: the avatar first says what is still
-queued, so the video keeps the last words), waits for it to close and downloads its MP4. While it runs the session
+(docs/api.md) in pieces of 100 ms, ends the session with the socket's `{"type": "end"}` (the avatar first says what is
+still queued, so the video keeps the last words; sent on the same socket, the end comes after the last piece, where a
+POST /sessions/{id}/end could overtake speech still on its way), waits for it to close and downloads its MP4. While it runs the session
 can be watched live in a browser at the printed address. The WAV may have any rate and channel count; only PCM
 (integer) WAV files are read. Needs the standard library and `websockets` (an avatarstream dependency) only, so it
 runs on any machine that reaches the server.
@@ -161,7 +162,8 @@ async def speak(server: Server, info: dict[str, Any], pcm: Pcm, realtime: bool) 
         async with connect(server.socket_url(info["links"]["audio_ws"], pcm), additional_headers=server.headers()) as ws:
             reader = asyncio.create_task(report_errors(ws))
             await send(ws, pcm, realtime)
-            await end(server, info["id"])
+            await ws.send(json.dumps({"type": "end"}))  # after the last piece, in order: the session takes it all, then ends
+            await wait_closed(server, info["id"], pcm.seconds)
             reader.cancel()
     except InvalidStatus as err:
         raise Failure("audio socket: " + refusal(err.response.status_code, bytes(err.response.body or b""))) from None
@@ -192,12 +194,10 @@ async def report_errors(ws: ClientConnection) -> None:
                 print(f"server: {event['message']}", file=sys.stderr)
 
 
-async def end(server: Server, sid: str) -> None:
-    """Ask the session to end after its queued speech, then wait until it has closed and finalized its MP4."""
-    ending = await asyncio.to_thread(server.call, "POST", f"/sessions/{sid}/end")
-    remaining = float(ending["remaining_s"])
-    print(f"ending: {remaining:.1f} s of speech still to say")
-    deadline = time.monotonic() + 3 * remaining + 60  # a live session speaks in real time; this allows for a slow GPU
+async def wait_closed(server: Server, sid: str, sent_s: float) -> None:
+    """Wait until the ended session has said its queued speech, closed and finalized its MP4."""
+    deadline = time.monotonic() + 3 * sent_s + 60  # a live session speaks in real time; this allows for a slow GPU
+    print("ending: the avatar says what is still queued, then the session closes")
     while True:
         info = await asyncio.to_thread(server.call, "GET", f"/sessions/{sid}")
         if info["state"] == "failed":
@@ -206,7 +206,7 @@ async def end(server: Server, sid: str) -> None:
             print(f"session {info['state']}: {info['stats']['frames']} frames, {info['stats']['duration_s']:.1f} s of video")
             return
         if time.monotonic() > deadline:
-            raise Failure(f"the session did not close within {3 * remaining + 60:.0f} s of ending")
+            raise Failure(f"the session did not close within {3 * sent_s + 60:.0f} s of ending")
         await asyncio.sleep(POLL_S)
 
 

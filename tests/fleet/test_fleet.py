@@ -69,9 +69,11 @@ def test_sessions_spread_over_nodes_and_a_full_fleet_refuses(fleet: LocalFleet) 
             assert "avatarstream_fleet_slots_busy 3.0" in metrics and "avatarstream_fleet_slots_free 0.0" in metrics
             assert "avatarstream_fleet_sessions_rejected_total 1.0" in metrics
             assert "avatarstream_time_to_first_frame_seconds_count 3.0" in metrics or "avatarstream_time_to_first_frame_seconds_count 2.0" in metrics
-            # b says its last words faster than real time and ends: the ingress hands them on, the replica speaks them all
+            # b says its last words faster than real time and, once the fleet has taken them, ends over HTTP (which comes after
+            # what the fleet has taken, not after bytes still on their way over the socket): the replica speaks them all
             assert listeners[1].socket is not None
             await listeners[1].socket.send_bytes(speech(2.0).astype("<f4").tobytes())
+            await wait_for(lambda: taken(http, fleet.url, b, 3.5), 30, "b's last words taken by the fleet")
             async with http.post(f"{fleet.url}/sessions/{b}/end") as answer:
                 assert answer.status == 202, await answer.text()
                 assert (await answer.json())["id"] == b
@@ -101,6 +103,11 @@ def test_sessions_spread_over_nodes_and_a_full_fleet_refuses(fleet: LocalFleet) 
                 assert answer.status == 404, "a job's id opens no session"
 
     asyncio.run(scenario())
+
+
+async def taken(http: aiohttp.ClientSession, url: str, sid: str, seconds: float) -> bool:
+    """Whether the fleet has taken ``seconds`` of the session's speech (its JSON's ``speech_received_s``)."""
+    return bool((await status(http, url, sid))["speech_received_s"] >= seconds)
 
 
 async def ended_after_end(http: aiohttp.ClientSession, url: str, sid: str) -> dict | None:
