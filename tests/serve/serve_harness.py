@@ -124,5 +124,7 @@ class Events:
             for item in self.items:
                 if predicate(item):
                     return item
+            if self.task.done() and not self.task.cancelled() and self.task.exception() is not None:
+                raise AssertionError(f"the event reader stopped: {self.task.exception()!r}; got {self.items[-5:]}")
             await asyncio.sleep(0.05)
         raise AssertionError(f"no such event within {timeout} s; got {self.items[-5:]}")

@@ -96,7 +96,11 @@ def test_a_session_whose_options_change_the_chunks_gets_a_pipeline_of_its_own(tm
     async def chunk_sizes(base: str, sid: str) -> set[int]:
         async with websockets.connect(ws_url(base, sid)) as ws:
             events = Events(ws)
-            await events.wait_for(lambda _: len(events.frames()) >= 3)
+            try:
+                await events.wait_for(lambda _: len(events.frames()) >= 3)
+            except AssertionError as err:  # say where the session stood
+                async with httpx.AsyncClient(base_url=base) as client:
+                    raise AssertionError(f"{err}; the session: {(await client.get(f'/sessions/{sid}')).json()}") from None
             events.task.cancel()
             return {e["count"] for e in events.frames()[1:]}  # after the first chunk, every chunk adds chunk_frames
 
