@@ -70,7 +70,7 @@ def pipelines(**kwargs: Any) -> tuple[SquareFamily, Pipelines]:
     family = SquareFamily()
     options = SquareOptions(side=16)
     shared = build_pipeline(family, torch.device("cpu"), options)
-    return family, Pipelines(family, torch.device("cpu"), options, shared, "ultrafast", **kwargs)  # type: ignore[arg-type]
+    return family, Pipelines(family, options, shared, "ultrafast", **kwargs)  # type: ignore[arg-type]
 
 
 def test_each_set_of_build_options_has_its_pipeline_its_frame_size_and_fitting_references() -> None:
@@ -83,6 +83,9 @@ def test_each_set_of_build_options_has_its_pipeline_its_frame_size_and_fitting_r
     for b in built:
         side = b.options.side
         assert b.pipeline.frame_size == (side, side) and (b.encoder.width, b.encoder.height) == (side, side)
+        # one runtime places the modules for every pipeline: two would take each module from each other at every stage while
+        # their sessions run at once (and did deadlock on each other's locks)
+        assert b.pipeline.runtime is server.shared.pipeline.runtime
     assert server.in_use == {(("side", 32),): 4, (("side", 48),): 4}
     other = built[0]
     image = server.reference(other, None, server.session_options(f'{{"side": {other.options.side}, "shade": 7}}'))

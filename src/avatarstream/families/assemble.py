@@ -38,3 +38,13 @@ def build_pipeline(
 
     spec = family.build(family.Options.parse(options))
     return Pipeline.from_spec(spec, Runtime(device, residency, parallel=parallel), overlap=overlap, read_ahead=read_ahead)
+
+
+def build_sibling_pipeline(family: Family, sibling: Pipeline, options: OptionsLike = None) -> Pipeline:
+    """``family``'s pipeline for other ``options`` on the runtime of ``sibling``, a pipeline over the same modules, so that
+    runs of the two can go on at once (a server's sessions). A module belongs to one runtime: two runtimes would take it
+    from each other at every stage, removing each other's hooks mid-run, and deadlock on each other's locks."""
+    from avatarstream.pipeline.pipeline import Pipeline
+
+    spec = family.build(family.Options.parse(options))
+    return Pipeline.from_spec(spec, sibling.runtime, overlap=sibling.overlap, read_ahead=sibling.read_ahead)

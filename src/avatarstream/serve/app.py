@@ -85,7 +85,7 @@ def create_app(settings: ServeSettings, device: torch.device | None = None, para
     family, pipeline = load_pipeline(settings, device, parallel)
     options = settings.family_options()
     pipelines = Pipelines(
-        family, device, options, pipeline, settings.preset, parallel=settings.processes > 1, retry_after_s=settings.retry_after_s, compile=settings.compile
+        family, options, pipeline, settings.preset, parallel=settings.processes > 1, retry_after_s=settings.retry_after_s, compile=settings.compile
     )
     _warm_up(pipeline, pipelines.reference(pipelines.shared, None, options))
     owns_work_dir = settings.work_dir is None

@@ -3,7 +3,8 @@
 A session's ``model_options`` are merged over the server's. When the merged
 options of scope ``build`` are the server's, the session runs on the shared
 pipeline, as every session did before options could be given per session.
-Otherwise it gets a pipeline built for them (over the same loaded modules),
+Otherwise it gets a pipeline built for them (over the same loaded modules and
+the same runtime, so sessions on different pipelines never take modules from each other),
 kept for later sessions with the same options: at most ``limit`` such sets,
 the least recently used one without sessions making room for a new one; when
 every one is in use a new set is refused (503) rather than the server growing.
@@ -25,10 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from avatarstream.errors import InputError
-from avatarstream.families.assemble import build_pipeline
+from avatarstream.families.assemble import build_sibling_pipeline
 from avatarstream.families.base import Family
 from avatarstream.families.options import FamilyOptions
 from avatarstream.families.upscaler import Cascade
@@ -62,7 +62,6 @@ class Pipelines:
     def __init__(
         self,
         family: Family,
-        device: torch.device,
         options: FamilyOptions,
         shared: Pipeline,
         preset: str,
@@ -75,7 +74,6 @@ class Pipelines:
         """``shared``: the pipeline ``family`` built last, from ``options``. ``parallel``: every session runs over several
         processes that follow that one pipeline, so no other can be built. ``compile``: pipelines built here compile their DiT blocks too."""
         self.family = family
-        self.device = device
         self.options = options
         self.preset = preset
         self.parallel = parallel
@@ -147,7 +145,7 @@ class Pipelines:
 
     def _build(self, key: Key, options: FamilyOptions, family: Family) -> Built:
         try:
-            pipeline = build_pipeline(family, self.device, options)
+            pipeline = build_sibling_pipeline(family, self.shared.pipeline, options)  # one runtime places the modules for all
             if self.compile:
                 pipeline.compile()
             encoder = self._encoder(pipeline)
