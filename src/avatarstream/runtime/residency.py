@@ -13,7 +13,12 @@ own hint and switch marks; policy state changes under one lock.
 
 A module belongs to one runtime at a time: a family builds a new pipeline (and
 runtime) per run in benchmarks, so the runtime that binds a module takes it
-over from the previous one, whose hooks and device buffers go.
+over from the previous one, whose hooks and device buffers go, for good: the
+previous runtime refuses to run it again, in one error, rather than take it
+back mid-run from a pipeline that may be running it on another thread (two
+runtimes doing that would remove each other's hooks at every stage and wait on
+each other's locks). Pipelines whose runs go on at once over one set of modules
+share one runtime (``families.assemble.build_sibling_pipeline``).
 """
 
 from __future__ import annotations
@@ -77,6 +82,7 @@ class Runtime:
         self._timer = switch_timer(device)
         self._lane = _Lane()
         self._lock = threading.RLock()
+        self._lost: set[str] = set()  # modules another runtime took over: this one no longer runs them
         self._h2d_taken = 0
         self._compiled: list[str] = []  # modules whose blocks compile() compiled
         self._compile_s_at: float | None = None  # the process's compile seconds when compile() was first called
@@ -103,9 +109,19 @@ class Runtime:
         """The module's policy instance (created on first sight, taking the module over from any earlier runtime)."""
         with self._lock:
             found = self._residencies.get(module.name)
+            if found is not None:
+                return found
+            if module.name in self._lost:
+                raise InputError(
+                    f"module {module.name!r} was taken over by a pipeline built later over the same loaded model, so this pipeline "
+                    "no longer runs; build it again to use it, and to run several pipelines at once over one model, build the others "
+                    "with build_sibling_pipeline (one runtime places the modules for all)"
+                )
+        spec = self._spec(module)
+        self._take_over(module, spec)  # outside this runtime's lock: the previous owner's is taken, never both at once
+        with self._lock:
+            found = self._residencies.get(module.name)
             if found is None:
-                spec = self._spec(module)
-                self._take_over(module, spec)
                 self.ops.choose_kernels(module.network)
                 found = spec.build(module, self.ops, self.parallel)
                 self._residencies[module.name] = found
@@ -135,6 +151,7 @@ class Runtime:
     def hand_over(self, module: Module) -> None:
         """Let another runtime take ``module``: its policy lets go of the device and its hooks are removed."""
         with self._lock:
+            self._lost.add(module.name)
             residency = self._residencies.pop(module.name, None)
             if residency is not None:
                 residency.close()
