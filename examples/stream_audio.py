@@ -7,10 +7,10 @@
 It opens a session that records its video (outputs.file), sends the WAV's PCM over the session's audio WebSocket
 (docs/api.md) in pieces of 100 ms, ends the session with the socket's `{"type": "end"}` (the avatar first says what is
 still queued, so the video keeps the last words; sent on the same socket, the end comes after the last piece, where a
-POST /sessions/{id}/end could overtake speech still on its way), waits for it to close and downloads its MP4. While it runs the session
-can be watched live in a browser at the printed address. The WAV may have any rate and channel count; only PCM
-(integer) WAV files are read. Needs the standard library and `websockets` (an avatarstream dependency) only, so it
-runs on any machine that reaches the server.
+POST /sessions/{id}/end could overtake speech still on its way), waits for it to close and downloads its MP4. While
+it runs the session can be watched live in a browser at the printed address. The WAV may have any rate and channel
+count; only PCM (integer) WAV files are read. Needs the standard library and `websockets` (an avatarstream dependency)
+only, so it runs on any machine that reaches the server.
 """
 
 from __future__ import annotations
