@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tqdm import tqdm
 
+from avatarstream import stop_requests
 from avatarstream.errors import InputError
 from avatarstream.families.assemble import build_pipeline
 from avatarstream.families.base import Family, model_warnings
@@ -245,6 +246,7 @@ def _render(
             for media in pipeline.stream(audio, image, prompt, seed=seed, observers=observers):
                 publisher.submit(media)
                 bar.update(media.num_frames)
+                stop_requests.raise_if_requested()
     except BaseException:
         if kept is not None:  # nobody holds it to stop it later
             kept.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -13,7 +14,10 @@ import numpy as np
 import pytest
 from terminal import as_in_a_terminal
 
+import avatarstream
+from avatarstream import stop_requests
 from avatarstream.cli.main import main
+from avatarstream.sources.pcm import PcmBlock
 from publish.mp4_checks import decode
 from sources.sine_files import write_sine
 
@@ -64,3 +68,27 @@ def test_audio_damaged_midway_keeps_what_was_rendered(tmp_path: Path, capsys) ->
     assert code == 2 and "is damaged after" in err and "Traceback" not in err
     frames = len(decode(out).frames)
     assert 25 < frames < 250, "the frames rendered before the damage are kept"
+
+
+def test_a_stop_lost_where_it_landed_still_stops_the_render_at_the_next_chunk(tmp_path: Path) -> None:
+    """A library that swallows the signal's exception where it lands (PyAV's resampler did, about once in 40 stops) does
+    not make the render run to its end: the stop is raised again at the next chunk boundary, and the MP4 is final."""
+    out = tmp_path / "out.mp4"
+    tone = (0.3 * np.sin(2 * np.pi * 220 * np.arange(16000 * 60) / 16000)).astype(np.float32)[None]
+
+    def speech_that_swallows_a_stop():
+        for i in range(0, tone.shape[1], 3200):
+            if i == 3200 * 20:  # four seconds in
+                try:
+                    signal.raise_signal(signal.SIGTERM)  # the handler runs here, on this thread, and raises
+                    os.getpid()
+                except BaseException:  # noqa: BLE001, S110 - as the library did
+                    pass
+            yield PcmBlock(tone[:, i : i + 3200], 16000)
+
+    with stop_requests.handled(), pytest.raises(SystemExit) as stopped:
+        avatarstream.render(speech_that_swallows_a_stop(), out=out, model="demo-tiny", threads=1, preset="ultrafast", progress=False)
+    assert stopped.value.code == 143
+    video = decode(out)
+    assert 25 * 3 < len(video.frames) < 25 * 10, "stopped within a few chunks of the signal, the frames before it kept"
+    assert signal.getsignal(signal.SIGTERM) is not stop_requests._on_sigterm, "the previous handler is back"

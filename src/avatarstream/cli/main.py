@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from collections.abc import Sequence
 
+from avatarstream import stop_requests
 from avatarstream.cli import bench, families, fleet, livekit_worker, parity, render, serve
 from avatarstream.cli import eval as eval_cli
 from avatarstream.cli.help_format import OneLineErrors
@@ -39,11 +39,6 @@ def build_parser(model: str | None = None, upscaler: str | None = None) -> argpa
     return parser
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    """Turn SIGTERM into an exception so open outputs are finalized on the way out."""
-    raise SystemExit(128 + signum)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(selected_model(words), selected_upscaler(words))
@@ -52,10 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         model = getattr(args, "model", None)
         parser.error((model is not None and unused_flags(model, extra, getattr(args, "upscale", None))) or f"unrecognized arguments: {' '.join(extra)}")
     args.argv = words  # what --nproc re-runs under torchrun
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     speaks = os.environ.get("RANK", "0") == "0"
     try:
-        return int(args.run(args) or 0)
+        with stop_requests.handled():  # Ctrl-C and SIGTERM finalize the outputs on the way out
+            return int(args.run(args) or 0)
     except AvatarStreamError as exc:
         if not speaks:  # under torchrun rank 0 says it once, with the failing rank's words, and its status is the command's;
             return 0  # a non-zero status here would make the launcher stop rank 0 before it has finalized its outputs
