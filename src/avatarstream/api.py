@@ -242,7 +242,11 @@ def _render(
         publisher = outputs.open(settings)
     kept = _kept_preview(outputs, publisher.sinks)
     try:
-        with publisher, tqdm(total=pipeline.video_frames(duration) if duration else None, unit="frame", disable=not progress, desc="render") as bar:
+        with (
+            stop_requests.at_chunk_boundaries(),
+            publisher,
+            tqdm(total=pipeline.video_frames(duration) if duration else None, unit="frame", disable=not progress, desc="render") as bar,
+        ):
             for media in pipeline.stream(audio, image, prompt, seed=seed, observers=observers):
                 publisher.submit(media)
                 bar.update(media.num_frames)
