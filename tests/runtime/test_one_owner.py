@@ -8,35 +8,28 @@ import threading
 import numpy as np
 import pytest
 import torch
+from helpers import request
 
 from avatarstream.errors import InputError
 from avatarstream.families.assemble import build_pipeline, build_sibling_pipeline
 from avatarstream.families.registry import load_family
+from avatarstream.pipeline.pipeline import Pipeline
 from avatarstream.runtime.cpu_threads import set_threads
-from avatarstream.sources.pcm import PcmBlock
-
-RATE = 16000
 
 
-def _speech(seconds: float) -> list[PcmBlock]:
-    t = np.arange(int(seconds * RATE)) / RATE
-    samples = (0.4 * np.sin(2 * np.pi * 180 * t) * (1 + np.sin(2 * np.pi * 2 * t))).astype(np.float32)[None]
-    return [PcmBlock(samples[:, i : i + RATE // 5], RATE) for i in range(0, samples.shape[1], RATE // 5)]
-
-
-def _frames(pipeline, family, seconds: float = 1.0) -> np.ndarray:  # type: ignore[no-untyped-def]
-    return np.concatenate([m.frames for m in pipeline.stream(_speech(seconds), family.reference(None), seed=1)])
+def _frames(pipeline: Pipeline, seconds: float = 1.0) -> np.ndarray:
+    return np.concatenate([c.frames for c in request(pipeline, seconds=seconds)])
 
 
 def test_a_pipeline_whose_modules_were_taken_over_refuses_to_run() -> None:
     family = load_family("demo-tiny")
     first = build_pipeline(family, torch.device("cpu"))
     later = build_pipeline(family, torch.device("cpu"))
-    assert _frames(later, family).shape[0] == 25
+    assert _frames(later).shape[0] == 25
     with pytest.raises(InputError, match=r"was taken over by a pipeline built later.*build it again.*build_sibling_pipeline"):
-        _frames(first, family)
+        _frames(first)
     again = build_pipeline(family, torch.device("cpu"))  # building again takes them back
-    np.testing.assert_array_equal(_frames(again, family), _frames(again, family))
+    np.testing.assert_array_equal(_frames(again), _frames(again))
 
 
 def test_siblings_run_at_once_on_one_runtime() -> None:
@@ -46,9 +39,9 @@ def test_siblings_run_at_once_on_one_runtime() -> None:
     shared = build_pipeline(family, torch.device("cpu"), {"chunk_frames": 6, "interp_frames": 2})
     sibling = build_sibling_pipeline(family, shared, {"chunk_frames": 10, "interp_frames": 0})
     assert sibling.runtime is shared.runtime
-    alone = [_frames(p, family, 3.0) for p in (shared, sibling)]
+    alone = [_frames(p, 3.0) for p in (shared, sibling)]
     together: dict[int, np.ndarray] = {}
-    threads = [threading.Thread(target=lambda i=i, p=p: together.__setitem__(i, _frames(p, family, 3.0))) for i, p in enumerate((shared, sibling))]
+    threads = [threading.Thread(target=lambda i=i, p=p: together.__setitem__(i, _frames(p, 3.0))) for i, p in enumerate((shared, sibling))]
     for thread in threads:
         thread.start()
     for thread in threads:
